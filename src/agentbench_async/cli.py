@@ -61,10 +61,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--judge-timeout", type=float, help="seconds per judge HTTP attempt (default: --timeout)")
     run.add_argument("--db-url", help="db: use this MySQL/MariaDB server (mysql://user:pass@host:port/) instead of a private one")
     run.add_argument("--kg-endpoint", help="kg: SPARQL 1.1 endpoint URL (e.g. a Virtuoso with Freebase)")
-    run.add_argument("--alfworld-data", type=Path, help="alfworld: ALFWorld's data folder ($ALFWORLD_DATA, with json_2.1.1/) for the official games")
-    run.add_argument("--webshop-data", type=Path, help="webshop: WebShop's data folder (items_shuffle.json, items_ins_v2.json, items_human_ins.json)")
-    run.add_argument("--mind2web-data", type=Path, help="mind2web: Mind2Web's data folder (data_dev/, data_std/, scores_all_data.pkl)")
-    run.add_argument("--env-option", action="append", default=[], metavar="ENV.KEY=VALUE", help="an environment option, e.g. os.rootfs=/srv/ubuntu")
+    _add_data_flags(run)
     run.add_argument("--new-run", action="store_true", help="add a run with a different config to an existing --out file")
     run.add_argument("--no-progress", action="store_true", help="no live display")
     run.add_argument("--out", type=Path, help="the DuckDB file to write (required here or in the config)")
@@ -110,6 +107,7 @@ def _parser() -> argparse.ArgumentParser:
     mock.add_argument("--faults", default="429,500,503,timeout,reset,malformed", help="fault kinds to draw from")
     mock.add_argument("--rpm-limit", type=int, help="enforce this many requests per minute (429 beyond)")
     mock.add_argument("--data-dir", type=Path, help="AgentBench data/ folder, to play official tasks")
+    _add_data_flags(mock)
     mock.add_argument("--seed", type=int, default=0)
     mock.add_argument("--overflow-shape", default="", help="answer context overflows like this server: "
                       "openai, llama-cpp-python, vllm-legacy, vllm, sglang, tgi, llama.cpp, openrouter, anthropic (default: the endpoint's own)")
@@ -169,20 +167,31 @@ def _run_settings(args: argparse.Namespace) -> dict[str, Any]:
         options.setdefault("db", {})["db_url"] = args.db_url
     if args.kg_endpoint:
         options.setdefault("kg", {})["kg_endpoint"] = args.kg_endpoint
-    for flag, env, key in (("alfworld_data", "alfworld", "alfworld_data"), ("webshop_data", "webshop", "webshop_data"),
-                           ("mind2web_data", "mind2web", "mind2web_data")):  # fmt: skip
+    _add_env_options(args, options)
+    if args.new_run:
+        raw["new_run"] = True
+    return raw
+
+
+def _add_data_flags(parser: argparse.ArgumentParser) -> None:
+    """The environments' own data downloads and --env-option (run and serve-mock)."""
+    parser.add_argument("--alfworld-data", type=Path, help="alfworld: ALFWorld's data folder ($ALFWORLD_DATA, with json_2.1.1/) for the official games")
+    parser.add_argument("--webshop-data", type=Path, help="webshop: WebShop's data folder (items_shuffle.json, items_ins_v2.json, items_human_ins.json)")
+    parser.add_argument("--mind2web-data", type=Path, help="mind2web: Mind2Web's data folder (data_dev/, data_std/, scores_all_data.pkl)")
+    parser.add_argument("--env-option", action="append", default=[], metavar="ENV.KEY=VALUE", help="an environment option, e.g. os.rootfs=/srv/ubuntu")
+
+
+def _add_env_options(args: argparse.Namespace, options: dict[str, dict[str, Any]]) -> None:
+    for flag in ("alfworld_data", "webshop_data", "mind2web_data"):
         value = getattr(args, flag)
         if value is not None:
-            options.setdefault(env, {})[key] = str(value)
+            options.setdefault(flag.removesuffix("_data"), {})[flag] = str(value)
     for item in args.env_option:
         key, sep, value = item.partition("=")
         env, dot, name = key.partition(".")
         if not sep or not dot or not env or not name:
             raise ConfigError(f"--env-option {item!r}: expected ENV.KEY=VALUE, e.g. os.rootfs=/srv/ubuntu")
         options.setdefault(env, {})[name] = value
-    if args.new_run:
-        raw["new_run"] = True
-    return raw
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -339,9 +348,11 @@ def _cmd_serve_mock(args: argparse.Namespace) -> int:
         raise ConfigError(f"--overflow-shape: unknown server {args.overflow_shape!r} (known: {', '.join(OVERFLOW_SHAPES)})")
     if args.reasoning and args.reasoning not in REASONING_MODES:
         raise ConfigError(f"--reasoning: unknown mode {args.reasoning!r} (known: {', '.join(REASONING_MODES)})")
+    env_options: dict[str, dict[str, Any]] = {}
+    _add_env_options(args, env_options)
     options = MockOptions(
         policy=args.policy, latency_ms=args.latency_ms, latency_jitter_ms=args.latency_jitter_ms, fault_rate=args.fault_rate,
-        fault_kinds=faults, rpm_limit=args.rpm_limit, data_dir=args.data_dir, seed=args.seed,
+        fault_kinds=faults, rpm_limit=args.rpm_limit, data_dir=args.data_dir, seed=args.seed, env_options=env_options,
         overflow_shape=args.overflow_shape, reasoning=args.reasoning, reasoning_tokens=args.reasoning_tokens,
     )  # fmt: skip
 

@@ -288,3 +288,28 @@ def test_generator_output_is_committed_unchanged() -> None:
         assert (builtin_dir() / name).read_text(encoding="utf-8") == text, (
             f"environments/webshop/{name} is stale: run PYTHONPATH=src python environments/webshop/generate.py"
         )
+
+
+async def test_mock_model_plays_official_format_goals_over_http_with_the_run_s_data_flag(tmp_path: Path) -> None:
+    """`serve-mock --webshop-data DIR` + `run --webshop-data DIR`: the mock builds the environment with the same
+    option, so its oracle can play official-format goals through the real HTTP path."""
+    from engine_support import query, run, start_mock
+
+    from agentbench_async.cli import _parser, _run_settings
+    from agentbench_async.config import build_config
+
+    folder = str(write_webshop(tmp_path / "ws"))
+    args = _parser().parse_args(["serve-mock", "--webshop-data", folder])
+    assert args.webshop_data == Path(folder)
+    server = await start_mock(env_options={"webshop": {"webshop_data": folder, "test_range": "0:3"}})
+    try:
+        args = _parser().parse_args(["run", "--model", "mock-oracle", "--base-url", server.base_url, "--env", "webshop",
+                                     "--webshop-data", folder, "--env-option", "webshop.test_range=0:3",
+                                     "--out", str(tmp_path / "r.duckdb")])  # fmt: skip
+        raw = _run_settings(args)
+        raw["models"][0]["task_header"] = True
+        summary = await run(build_config(raw, where="test"))
+    finally:
+        await server.stop()
+    assert summary.statuses == {"completed": 3}
+    assert query(tmp_path / "r.duckdb", "SELECT count(*), avg(score) FROM episodes") == [(3, 1.0)]

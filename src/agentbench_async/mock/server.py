@@ -23,7 +23,7 @@ from typing import Any
 
 from aiohttp import web
 
-from ..envs import make_env
+from ..envs import env_class, make_env
 from ..envs.base import Environment, Task
 from ..errors import AgentBenchError
 from ..types import Message
@@ -48,6 +48,9 @@ class MockOptions:
     rpm_window_s: float = 60.0
     seed: int = 0
     data_dir: Path | None = None  # for official tasks (X-AgentBench-Task source=official)
+    # environment options (as the run's --env-option / --webshop-data ...), e.g. where an environment's own
+    # official download is; the server builds each environment with the same options as the run
+    env_options: dict[str, dict[str, Any]] = field(default_factory=dict)
     api_key: str | None = None  # if set, requests must carry it (Bearer or x-api-key), else 401
     # context overflows answered in this server's shape (providers.OVERFLOW_SHAPES); "" = the endpoint's own
     overflow_shape: str = ""
@@ -121,9 +124,10 @@ class MockModelServer:
         key = (name, source)
         if key not in self._envs:
             data_dir = self.options.data_dir if source == "official" else None
-            if source == "official" and data_dir is None:
-                raise AgentBenchError("the mock server needs --data-dir to play official tasks")
-            self._envs[key] = make_env(name, data_dir=data_dir)
+            options = self.options.env_options.get(name, {}) if source == "official" else {}
+            if source == "official" and not env_class(name).plays_official_tasks(data_dir, options):
+                raise AgentBenchError(f"the mock server needs the data of {name}'s official tasks (--data-dir or the environment's own data flag)")
+            self._envs[key] = make_env(name, data_dir=data_dir, options=options)
         return self._envs[key]
 
     def _policy_reply(self, request: web.Request, model: str, messages: list[Message], tools: Any) -> PolicyReply:
