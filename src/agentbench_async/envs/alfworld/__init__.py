@@ -1,0 +1,106 @@
+"""``alfworld``: AgentBench v0.2's House-Holding task on the real ALFWorld/TextWorld engine.
+
+The model is an agent in a text household (TextWorld games over ALFWorld's PDDL domain): each turn it
+gets an observation and the list of admissible commands and answers with one action; six task types
+(put, clean, heat, cool, examine under a lamp, put two). Success rate; at most 35 replies. See
+docs/envs/alfworld.md.
+
+Options (``Environment(options=...)``, from ``--alfworld-data`` / ``--env-option alfworld.KEY=VALUE``):
+
+- ``alfworld_data``: ALFWorld's data folder holding the official games (``json_2.1.1/valid_unseen/...``),
+  needed with ``--data-dir`` (default: ``$ALFWORLD_DATA``);
+- ``workers``: game-engine processes (default: the number of CPUs, at most 4);
+- ``capacity``: episodes at once (default 128; a live game costs ~1.5 MB in a worker).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, ClassVar
+
+from ...errors import ConfigError, EnvUnavailableError
+from ..base import Environment, EpisodeContext, Session, Task
+from .engine import GamePool
+from .session import MAX_STEPS, ALFWorldSession
+from .tasks import builtin_root, load_examples, load_tasks, require_official_root
+
+_DEFAULT_CAPACITY = 128
+INSTALL_HINT = "pip install 'agentbench-async[alfworld]' (the alfworld and textworld packages)"
+
+
+class ALFWorldEnvironment(Environment):
+    name: ClassVar[str] = "alfworld"
+    description: ClassVar[str] = "House-Holding (ALFWorld): reach a goal in a text household by picking admissible actions"
+    max_turns: ClassVar[int] = MAX_STEPS
+    metric: ClassVar[str] = "success rate"
+    supports_tools: ClassVar[bool] = True  # AgentBench FC: one function, take_action(action)
+    requires: ClassVar[str] = "the alfworld extra (pip install 'agentbench-async[alfworld]'); official games: --alfworld-data"
+
+    def __init__(self, *, data_dir: Path | None = None, options: dict[str, Any] | None = None) -> None:
+        super().__init__(data_dir=data_dir, options=options)
+        self._workers = self._int_option("workers", min(4, os.cpu_count() or 1))
+        self._capacity = self._int_option("capacity", _DEFAULT_CAPACITY)
+        self._pool: GamePool | None = None
+        self._examples: dict[str, list[str]] | None = None
+        self._start_lock = asyncio.Lock()
+
+    def _int_option(self, key: str, default: int) -> int:
+        raw = self.options.get(key, default)
+        try:
+            value = int(raw)
+        except (TypeError, ValueError):
+            raise ConfigError(f"alfworld: option {key!r} must be an integer, got {raw!r}") from None
+        if value < 1:
+            raise ConfigError(f"alfworld: option {key!r} must be at least 1, got {value}")
+        return value
+
+    @property
+    def capacity(self) -> int:
+        return self._capacity
+
+    @property
+    def pool(self) -> GamePool | None:
+        """The game-engine worker pool (None before ``start``)."""
+        return self._pool
+
+    def tasks(self, split: str) -> Iterator[Task]:
+        return load_tasks(self.name, split, self.data_dir, self.options)
+
+    def game_root(self, task: Task) -> Path:
+        """The ALFWorld data root a task's game path is relative to."""
+        if task.source == "builtin":
+            return builtin_root()
+        return require_official_root(self.options)
+
+    async def start(self) -> None:
+        async with self._start_lock:
+            if self._pool is not None:
+                return
+            for module in ("textworld", "alfworld", "fast_downward"):
+                if importlib.util.find_spec(module) is None:
+                    raise EnvUnavailableError(f"alfworld: the game engine is not installed ({module} missing); {INSTALL_HINT}")
+            if self.data_dir is not None:
+                require_official_root(self.options)
+            self._examples = load_examples(self.data_dir)
+            pool = GamePool(self._workers)
+            await pool.start()
+            self._pool = pool
+
+    async def close(self) -> None:
+        if self._pool is not None:
+            pool, self._pool = self._pool, None
+            await pool.close()
+
+    async def open_session(self, task: Task, ctx: EpisodeContext) -> Session:
+        if self._pool is None:
+            await self.start()
+        assert self._pool is not None and self._examples is not None
+        example = self._examples[str(task.data["prompt"])]
+        return ALFWorldSession(self._pool, task, ctx, self.game_root(task) / str(task.data["game"]), example)
+
+
+__all__ = ["ALFWorldEnvironment"]

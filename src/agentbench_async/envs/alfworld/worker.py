@@ -1,0 +1,141 @@
+"""A game-hosting process: runs TextWorld/ALFWorld games for the parent's ``GamePool``.
+
+Started as ``python -m agentbench_async.envs.alfworld.worker``. Requests arrive on stdin and answers leave
+on the original stdout, one JSON object per line (anything the engine prints goes to stderr)::
+
+    {"id": 1, "op": "open", "game": 7, "path": ".../game.tw-pddl"}   -> feedback, admissible, won, gamefile
+    {"id": 2, "op": "step", "game": 7, "command": "go to desk 1"}     -> feedback, admissible, won, done
+    {"id": 3, "op": "close", "game": 7}
+    {"id": 4, "op": "stats"}                                           -> rss_bytes, live, libraries, opened
+
+Each game is loaded as AgentBench loads it (ALFWorld's ``AlfredTWEnv.init_env``): TextWorld's PDDL
+environment with the ``AlfredDemangler(shuffle=False)`` and ``AlfredInfos`` wrappers, requesting ``won``,
+``admissible_commands`` and the ``gamefile`` extra.
+
+Memory fix: TextWorld's PDDL environment copies fast-downward's shared library to a temporary file and
+loads the copy for every game (its global state *is* the game's planner state) and never unloads it,
+so a process grows by ~1.4 MB per game ever played (AgentBench FC notes its ALFWorld workers leak).
+Here a closed game's library copy goes back to a free list and the next game reuses it (loading a
+problem replaces the library's whole state, which TextWorld itself relies on at every reset), so memory
+follows the number of *live* games, not the number played.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any
+
+
+class _Host:
+    """The live games of this process."""
+
+    def __init__(self) -> None:
+        import fast_downward
+        import textworld
+        from alfworld.agents.environment.alfred_tw_env import AlfredDemangler, AlfredInfos
+        from textworld.envs.pddl.pddl import PddlEnv
+
+        host = self
+
+        class _PooledPddlEnv(PddlEnv):  # type: ignore[misc]
+            """TextWorld's PDDL environment taking its fast-downward library from the free list."""
+
+            def __init__(self, infos: Any) -> None:
+                textworld.Environment.__init__(self, infos)
+                self.downward_lib = host.free_libs.pop() if host.free_libs else fast_downward.load_lib()
+                host.libraries = max(host.libraries, len(host.games) + 1)
+
+        self._env_class = _PooledPddlEnv
+        self._wrappers = (AlfredDemangler, AlfredInfos)
+        self._infos = textworld.EnvInfos(won=True, admissible_commands=True, extras=["gamefile"])
+        self.games: dict[int, Any] = {}
+        self.free_libs: list[Any] = []
+        self.libraries = 0
+        self.opened = 0
+
+    def open(self, game: int, path: str) -> dict[str, Any]:
+        if game in self.games:
+            raise ValueError(f"game {game} is already open")
+        demangler, infos_wrapper = self._wrappers
+        env = self._env_class(self._infos)
+        env = infos_wrapper(demangler(env, shuffle=False))
+        try:
+            env.load(path)
+            state = env.reset()
+        except BaseException:
+            self._release(env)
+            raise
+        self.games[game] = env
+        self.opened += 1
+        return {
+            "feedback": state["feedback"],
+            "admissible": list(state["admissible_commands"]),
+            "won": bool(state["won"]),
+            "gamefile": state.get("extra.gamefile"),
+        }
+
+    def step(self, game: int, command: str) -> dict[str, Any]:
+        env = self.games[game]
+        state, _score, done = env.step(command)
+        return {"feedback": state["feedback"], "admissible": list(state["admissible_commands"]), "won": bool(state["won"]), "done": bool(done)}
+
+    def close(self, game: int) -> dict[str, Any]:
+        env = self.games.pop(game, None)
+        if env is not None:
+            self._release(env)
+        return {}
+
+    def _release(self, env: Any) -> None:
+        inner = env.unwrapped
+        lib = getattr(inner, "downward_lib", None)
+        env.close()
+        if lib is not None:
+            inner.downward_lib = None
+            inner._pddl_state = None
+            self.free_libs.append(lib)
+
+    def stats(self) -> dict[str, Any]:
+        with open("/proc/self/statm", encoding="ascii") as handle:
+            rss = int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+        return {"rss_bytes": rss, "live": len(self.games), "libraries": self.libraries, "opened": self.opened}
+
+
+def _answer(out: Any, payload: dict[str, Any]) -> None:
+    out.write(json.dumps(payload).encode("utf-8") + b"\n")
+    out.flush()
+
+
+def main() -> None:
+    out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)  # the engine's own prints must not mix with the answers
+    sys.stdout = sys.stderr
+    try:
+        host = _Host()
+    except Exception as exc:  # noqa: BLE001 - reported to the parent, which raises EnvUnavailableError
+        _answer(out, {"id": 0, "ok": False, "error": f"{type(exc).__name__}: {exc}"})
+        return
+    _answer(out, {"id": 0, "ok": True, "result": {"pid": os.getpid()}})
+    for line in sys.stdin.buffer:
+        request: dict[str, Any] = {}
+        try:
+            request = json.loads(line)
+            op = request["op"]
+            if op == "open":
+                result = host.open(int(request["game"]), str(request["path"]))
+            elif op == "step":
+                result = host.step(int(request["game"]), str(request["command"]))
+            elif op == "close":
+                result = host.close(int(request["game"]))
+            elif op == "stats":
+                result = host.stats()
+            else:
+                raise ValueError(f"unknown op {op!r}")
+            _answer(out, {"id": request.get("id"), "ok": True, "result": result})
+        except Exception as exc:  # noqa: BLE001 - one game's failure is that episode's env_error
+            _answer(out, {"id": request.get("id"), "ok": False, "error": f"{type(exc).__name__}: {exc}"[:2000]})
+
+
+if __name__ == "__main__":
+    main()

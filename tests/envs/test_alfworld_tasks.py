@@ -1,0 +1,115 @@
+"""alfworld: split files (official counts, built-in suites), game roots, one-shot examples, bad files."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from agentbench_async.envs.alfworld import ALFWorldEnvironment
+from agentbench_async.envs.alfworld.tasks import PROMPT_KEYS, TASK_TYPES, builtin_root, load_examples, require_official_root
+from agentbench_async.errors import EnvUnavailableError, TaskFileError
+
+
+def test_official_split_files_load_with_readme_counts(official_data_dir: Path) -> None:
+    env = ALFWorldEnvironment(data_dir=official_data_dir, options={"alfworld_data": ""})
+    dev, test = list(env.tasks("dev")), list(env.tasks("test"))
+    assert len(dev) == 20 and len(test) == 50
+    assert [n for _, n in sorted(Counter(t.data["type"] for t in dev).items(), key=lambda kv: list(TASK_TYPES).index(kv[0]))] == [4, 4, 3, 3, 3, 3]
+    assert [Counter(t.data["type"] for t in test)[k] for k in TASK_TYPES] == [9, 9, 8, 8, 8, 8]
+    assert all(t.source == "official" for t in dev + test)
+    # sample index = position in the key-ordered concatenation: std 0-8 put, 9-17 clean, ..., 42-49 puttwo
+    assert [t.data["prompt"] for t in test[8:10]] == ["put", "clean"] and test[42].data["prompt"] == "puttwo"
+    assert test[0].task_id == "test-000" and test[0].data["index"] == 0
+    assert test[0].data["game"].startswith("json_2.1.1/valid_unseen/pick_and_place_simple-")
+    assert test[0].data["game"].endswith("/game.tw-pddl")
+    # the data dir may also be the alfworld folder itself
+    assert ALFWorldEnvironment(data_dir=official_data_dir / "alfworld").count("dev") == 20
+
+
+def test_official_prompt_file_is_loaded_with_data_dir(official_data_dir: Path) -> None:
+    examples = load_examples(official_data_dir)
+    assert [len(examples[k]) for k in ("put", "clean", "heat", "cool", "puttwo", "examine")] == [14, 14, 14, 18, 18, 12]
+    assert examples["cool"][-1].startswith("ACTION:") and "Your task is to: cool some pan" in examples["cool"][0]
+    own = load_examples(None)
+    assert set(own) == set(PROMPT_KEYS) and own["put"] != examples["put"]
+    for turns in own.values():  # same structure: env/agent alternating, a THOUGHT only in the first agent turn
+        assert len(turns) % 2 == 0 and "\nYour task is to: " in turns[0]
+        assert turns[1].startswith("THOUGHT: ") and "\n ACTION: " in turns[1]
+        assert all(t.startswith("ACTION: ") for t in turns[3::2])
+
+
+def test_builtin_suites() -> None:
+    env = ALFWorldEnvironment()
+    dev, test = list(env.tasks("dev")), list(env.tasks("test"))
+    assert len(dev) >= 12 and len(test) >= 30
+    for tasks, least in ((dev, 2), (test, 5)):
+        assert all(Counter(t.data["type"] for t in tasks)[key] >= least for key in TASK_TYPES)
+        for t in tasks:
+            assert t.source == "builtin" and (builtin_root() / t.data["game"]).is_file()
+            assert t.data["walkthrough"], t.task_id
+    lengths = {len(t.data["walkthrough"]) for t in dev + test}
+    assert min(lengths) <= 5 and max(lengths) >= 9  # easy and harder games
+    games = {t.data["game"] for t in dev + test}
+    assert len(games) == len(dev) + len(test)
+
+
+def test_missing_official_games_give_one_line_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ALFWORLD_DATA", raising=False)
+    with pytest.raises(EnvUnavailableError, match="--alfworld-data DIR or \\$ALFWORLD_DATA") as info:
+        require_official_root({})
+    assert "\n" not in str(info.value)
+    with pytest.raises(EnvUnavailableError, match="does not exist"):
+        require_official_root({"alfworld_data": str(tmp_path / "nope")})
+    monkeypatch.setenv("ALFWORLD_DATA", str(tmp_path))
+    assert require_official_root({}) == tmp_path
+
+
+async def test_start_refuses_official_tasks_without_games(official_data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ALFWORLD_DATA", raising=False)
+    env = ALFWorldEnvironment(data_dir=official_data_dir)
+    assert env.count("test") == 50  # listing needs no games
+    with pytest.raises(EnvUnavailableError, match="official games") as info:
+        await env.start()
+    assert "\n" not in str(info.value)
+
+
+def _split_dir(tmp_path: Path, content: object) -> Path:
+    folder = tmp_path / "alfworld"
+    folder.mkdir(exist_ok=True)
+    (folder / "dev.json").write_text(content if isinstance(content, str) else json.dumps(content))
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("{not json", "dev.json: not valid JSON"),
+        (["a"], "expected an object"),
+        ({"pick_and_fly": ["x/game.tw-pddl"]}, "unknown task type 'pick_and_fly'"),
+        ({"pick_and_place": "x"}, "must be a list of game paths"),
+        ({"pick_and_place": ["../../etc/passwd"]}, "must be relative"),
+    ],
+)
+def test_bad_split_files(tmp_path: Path, content: object, message: str) -> None:
+    env = ALFWorldEnvironment(data_dir=_split_dir(tmp_path, content))
+    with pytest.raises(TaskFileError, match=message) as info:
+        list(env.tasks("dev"))
+    assert "\n" not in str(info.value)
+    with pytest.raises(TaskFileError, match="standard.json not found"):
+        list(env.tasks("test"))
+    with pytest.raises(TaskFileError, match="unknown split"):
+        list(env.tasks("train"))
+
+
+def test_official_walkthroughs_are_read_when_the_games_are_here(tmp_path: Path) -> None:
+    game = "json_2.1.1/valid_unseen/pick_and_place_simple-Pen-None-Desk-1/trial_1/game.tw-pddl"
+    data = _split_dir(tmp_path, {"pick_and_place": [game, game.replace("Pen", "Cup")]})
+    root = tmp_path / "games"
+    (root / game).parent.mkdir(parents=True)
+    (root / game).write_text(json.dumps({"walkthrough": ["go to desk 1", "take pen 1 from desk 1"]}))
+    tasks = list(ALFWorldEnvironment(data_dir=data, options={"alfworld_data": str(root)}).tasks("dev"))
+    assert tasks[0].data["walkthrough"] == ["go to desk 1", "take pen 1 from desk 1"]
+    assert "walkthrough" not in tasks[1].data
