@@ -1,14 +1,21 @@
-"""Engine throughput against the loopback mock model, compared with a bare aiohttp loop (the ceiling).
+"""Engine throughput against the loopback mock model, compared with a careful bare aiohttp client (the ceiling).
 
-    python bench/throughput.py                 # concurrency 100, 1000, 5000 + the RPM check
-    python bench/throughput.py --quick         # smaller runs
+    python bench/throughput.py                       # concurrency 100, 1000, 5000 on uvloop and asyncio + RPM check
+    python bench/throughput.py --quick               # smaller runs
+    python bench/throughput.py --levels 1000 --loops asyncio --repeat 3
+    python bench/throughput.py --levels 10000 --engine-only   # 10,000 episodes in flight: peak RSS
 
-For each concurrency C it starts `agentbench serve-mock --latency-ms 100` in its own process, then in a
-fresh child process (so peak RSS is per measurement) runs either the engine on the `echo` environment
-(2 turns an episode, C episodes in flight, every turn written to DuckDB) or a bare aiohttp loop doing only
-the same HTTP calls with C workers. Prints calls/s, episodes/s, their ratio, peak RSS and DuckDB rows/s.
-Then the RPM check: a server that enforces N requests per window (429 beyond) and a client with the same
-limit; prints utilisation in the steady state and the number of 429s.
+For each concurrency C it starts `agentbench serve-mock --latency-ms 100` in its own process (on the default
+loop), then in a fresh child process (so peak RSS is per measurement) runs either the engine on the `echo`
+environment (2 turns an episode, C episodes in flight, every turn written to DuckDB) or the ceiling: a bare
+aiohttp client making the same HTTP calls (byte-identical bodies and headers, computed before timing) with C
+workers over one session, with the GC tuned as a careful hand-written client would be (``gc.freeze()`` and a
+gen-0 threshold of 50,000). Both run on the same event loop (``--loops``: uvloop, asyncio's standard loop,
+or both); with ``--repeat N`` the ceiling and the engine alternate N times and the medians are printed.
+The load average is printed with the figures: the machine's cores may be shared.
+Prints calls/s, episodes/s, their ratio, peak RSS and DuckDB rows/s. Then the RPM check: a server that
+enforces N requests per window (429 beyond) and a client with the same limit; prints utilisation in the
+steady state and the number of 429s.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ import json
 import os
 import resource
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -80,23 +88,39 @@ async def _engine(base_url: str, concurrency: int, episodes: int) -> dict[str, f
     }
 
 
-async def _bare(base_url: str, concurrency: int, calls: int) -> dict[str, float]:
-    """The ceiling: the same HTTP calls as the engine makes (same prompts, headers and replies, bodies
-    serialised before timing), with nothing else: no environment, no records, no limits, no writer."""
-    import aiohttp
-
+async def _ceiling_requests(calls: int) -> list[tuple[bytes, dict[str, str]]]:
+    """The HTTP requests the engine makes for the same episodes, byte for byte: the echo environment's own
+    sessions are played with the oracle's answers to produce each turn's messages."""
     from agentbench_async.envs import make_env
+    from agentbench_async.envs.base import EpisodeContext
+    from agentbench_async.mock.policy import CALLER_HEADER, EPISODE_HEADER, TASK_HEADER
+    from agentbench_async.types import ModelReply
 
     env = make_env("echo", options={"tasks": calls // TURNS, "turns": TURNS})
     requests = []
     for task in env.tasks("test"):
-        for turn in range(TURNS):
-            messages = [{"role": "user", "content": f"You will be shown {TURNS} number(s), one per turn. Each time, reply with a line `ANSWER: <number>`.\nRepeat this number: {task.data['numbers'][0]}"}]
-            messages += [{"role": "assistant", "content": f"ANSWER: {n}"} for n in task.data["numbers"][:turn]]
-            body = json.dumps({"model": "mock-oracle", "messages": messages, "max_tokens": 512, "temperature": 0.0})
-            headers = {"Content-Type": "application/json", "X-AgentBench-Task": f"echo/test/builtin/{task.task_id}",
-                       "X-AgentBench-Episode": f"bare/{task.task_id}", "X-AgentBench-Caller": "agent"}  # fmt: skip
-            requests.append((body, headers))
+        episode_id = f"mock-oracle/echo/test/{task.task_id}/0"
+        session = await env.open_session(task, EpisodeContext(episode_id=episode_id, action_mode="text", seed=0, options={}))
+        messages = list(await session.begin())
+        headers = {"Content-Type": "application/json", TASK_HEADER: f"echo/test/{task.source}/{task.task_id}",
+                   EPISODE_HEADER: episode_id, CALLER_HEADER: "agent"}  # fmt: skip
+        for number in task.data["numbers"]:
+            body = {"model": "mock-oracle", "messages": messages, "max_tokens": 512, "temperature": 0.0}
+            requests.append((json.dumps(body).encode(), headers))
+            reply = {"role": "assistant", "content": f"ANSWER: {number}"}
+            step = await session.step(ModelReply(content=reply["content"]))
+            messages = [*messages, reply, *step.observation]
+    return requests
+
+
+async def _bare(base_url: str, concurrency: int, calls: int) -> dict[str, float]:
+    """The ceiling: the same HTTP calls as the engine makes, by a client written for speed: one session and
+    connection pool, bodies serialised before timing, replies parsed, the GC frozen with a large gen-0
+    threshold; nothing else (no environment, no records, no limits, no writer)."""
+    import aiohttp
+
+    requests = await _ceiling_requests(calls)
+    url = base_url + "/chat/completions"
     gc.collect()
     gc.freeze()
     gc.set_threshold(50_000, 10, 10)
@@ -104,7 +128,7 @@ async def _bare(base_url: str, concurrency: int, calls: int) -> dict[str, float]
 
     async def worker(session: aiohttp.ClientSession) -> None:
         for body, headers in queue:
-            async with session.post(base_url + "/chat/completions", data=body, headers=headers) as r:
+            async with session.post(url, data=body, headers=headers) as r:
                 json.loads(await r.read())
 
     connector = aiohttp.TCPConnector(limit=concurrency)
@@ -139,51 +163,94 @@ async def _rpm(base_url: str, rpm: int, window: float, windows: int) -> dict[str
 
 
 def _child(args: argparse.Namespace) -> None:
-    if args.mode == "engine":
-        result = asyncio.run(_engine(args.base_url, args.concurrency, args.episodes))
-    else:
-        result = asyncio.run(_bare(args.base_url, args.concurrency, args.episodes * TURNS))
+    factory = None
+    if args.loop == "uvloop":
+        import uvloop  # the `fast` extra
+
+        factory = uvloop.new_event_loop
+    with asyncio.Runner(loop_factory=factory) as runner:
+        if args.mode == "engine":
+            result = runner.run(_engine(args.base_url, args.concurrency, args.episodes))
+        else:
+            result = runner.run(_bare(args.base_url, args.concurrency, args.episodes * TURNS))
+        result["loop"] = type(runner.get_loop()).__module__
     result["peak_rss_mb"] = _peak_rss_mb()
     print(json.dumps(result))
 
 
-def _measure(mode: str, base_url: str, concurrency: int, episodes: int) -> dict[str, float]:
-    proc = subprocess.run([sys.executable, __file__, "--child", mode, "--base-url", base_url, "--concurrency", str(concurrency),
-                           "--episodes", str(episodes)], capture_output=True, text=True, check=False)  # fmt: skip
+def _measure(mode: str, loop: str, base_url: str, concurrency: int, episodes: int) -> dict[str, float]:
+    proc = subprocess.run([sys.executable, __file__, "--child", mode, "--loop", loop, "--base-url", base_url,
+                           "--concurrency", str(concurrency), "--episodes", str(episodes)],
+                          capture_output=True, text=True, check=False)  # fmt: skip
     if proc.returncode != 0:
-        raise SystemExit(f"{mode} at concurrency {concurrency} failed:\n{proc.stderr[-3000:]}")
+        raise SystemExit(f"{mode} on {loop} at concurrency {concurrency} failed:\n{proc.stderr[-3000:]}")
     result: dict[str, float] = json.loads(proc.stdout.strip().splitlines()[-1])
     return result
+
+
+def _load() -> str:
+    return "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def _median(runs: list[dict[str, float]], key: str) -> float:
+    return statistics.median(r[key] for r in runs)
 
 
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--quick", action="store_true")
     p.add_argument("--child", choices=["engine", "bare"])
+    p.add_argument("--loop", choices=["uvloop", "asyncio"], default="uvloop")
+    p.add_argument("--loops", default="uvloop,asyncio", help="comma-separated: uvloop, asyncio")
+    p.add_argument("--levels", help="comma-separated concurrencies (default 100,1000,5000; --quick 100,1000)")
+    p.add_argument("--episodes", type=int, help="episodes per measurement (default: by concurrency)")
+    p.add_argument("--repeat", type=int, default=1, help="alternate ceiling and engine this many times; print medians")
+    p.add_argument("--engine-only", action="store_true", help="no ceiling, no RPM check (e.g. the 10,000-in-flight RSS)")
+    p.add_argument("--no-rpm", action="store_true")
     p.add_argument("--base-url")
     p.add_argument("--concurrency", type=int, default=100)
-    p.add_argument("--episodes", type=int, default=1000)
     p.add_argument("--latency-ms", type=float, default=100)
     args = p.parse_args()
     if args.child:
         args.mode = args.child
         _child(args)
         return
-    levels = [100, 1000] if args.quick else [100, 1000, 5000]
-    print(f"mock latency {args.latency_ms:.0f} ms, echo environment, {TURNS} calls per episode, {os.cpu_count()} cores")
-    print(f"{'C':>6} {'engine calls/s':>15} {'bare calls/s':>13} {'ratio':>6} {'episodes/s':>11} {'engine RSS MB':>14} {'bare RSS MB':>12} {'writer rows/s':>14}")
-    for c in levels:
-        episodes = {100: 4000, 1000: 10000}.get(c, 3 * c) if not args.quick else max(500, 2 * c)  # start-up amortised
-        mock, url = _start_mock("--latency-ms", str(args.latency_ms))
-        try:
-            bare = _measure("bare", url, c, episodes)
-            eng = _measure("engine", url, c, episodes)
-        finally:
-            mock.terminate()
-            mock.wait()
-        ratio = eng["calls_per_s"] / bare["calls_per_s"]
-        print(f"{c:>6} {eng['calls_per_s']:>15.0f} {bare['calls_per_s']:>13.0f} {ratio:>6.0%} {eng['episodes_per_s']:>11.0f} "
-              f"{eng['peak_rss_mb']:>14.0f} {bare['peak_rss_mb']:>12.0f} {eng['rows_per_s_writer']:>14.0f}")  # fmt: skip
+    levels = [int(x) for x in args.levels.split(",")] if args.levels else [100, 1000] if args.quick else [100, 1000, 5000]
+    loops = [x.strip() for x in args.loops.split(",") if x.strip()]
+    print(f"mock latency {args.latency_ms:.0f} ms, echo environment, {TURNS} calls per episode, {os.cpu_count()} cores, "
+          f"{args.repeat} run(s) each (medians); {_load()}")  # fmt: skip
+    print(f"{'loop':>8} {'C':>6} {'engine calls/s':>15} {'ceiling calls/s':>16} {'ratio':>6} {'episodes/s':>11} "
+          f"{'engine RSS MB':>14} {'ceiling RSS MB':>15} {'writer rows/s':>14}  ratios of the runs")  # fmt: skip
+    for loop in loops:
+        for c in levels:
+            if args.episodes:
+                episodes = args.episodes
+            elif args.quick:
+                episodes = max(500, 2 * c)
+            else:
+                episodes = {100: 4000, 1000: 10000}.get(c, 3 * c)  # start-up amortised
+            mock, url = _start_mock("--latency-ms", str(args.latency_ms))
+            engine_runs, bare_runs = [], []
+            try:
+                for _ in range(args.repeat):
+                    if not args.engine_only:
+                        bare_runs.append(_measure("bare", loop, url, c, episodes))
+                    engine_runs.append(_measure("engine", loop, url, c, episodes))
+            finally:
+                mock.terminate()
+                mock.wait()
+            eng = {k: _median(engine_runs, k) for k in ("calls_per_s", "episodes_per_s", "peak_rss_mb", "rows_per_s_writer")}
+            if bare_runs:
+                bare = {k: _median(bare_runs, k) for k in ("calls_per_s", "peak_rss_mb")}
+                ratios = " ".join(f"{e['calls_per_s'] / b['calls_per_s']:.0%}" for e, b in zip(engine_runs, bare_runs))
+                ceiling = f"{bare['calls_per_s']:>16.0f} {eng['calls_per_s'] / bare['calls_per_s']:>6.0%}"
+                ceiling_rss = f"{bare['peak_rss_mb']:>15.0f}"
+            else:
+                ratios, ceiling, ceiling_rss = "", f"{'-':>16} {'-':>6}", f"{'-':>15}"
+            print(f"{loop:>8} {c:>6} {eng['calls_per_s']:>15.0f} {ceiling} {eng['episodes_per_s']:>11.0f} "
+                  f"{eng['peak_rss_mb']:>14.0f} {ceiling_rss} {eng['rows_per_s_writer']:>14.0f}  {ratios}  ({_load()})", flush=True)  # fmt: skip
+    if args.engine_only or args.no_rpm:
+        return
     rpm, window, windows = (300, 5.0, 4) if args.quick else (600, 10.0, 5)
     mock, url = _start_mock_window(rpm, window)  # serve-mock's --rpm-limit is per minute; use a shorter window
     try:
