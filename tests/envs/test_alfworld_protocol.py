@@ -205,14 +205,38 @@ async def test_tools_mode(tmp_path: Path) -> None:
     assert game.sent == ["go to desk 1"]
     assert [(m["role"], m.get("tool_call_id")) for m in step.observation] == [("tool", "c1"), ("tool", "c2")]
     assert "AVAILABLE ACTIONS" in messages[1]["content"]  # FC keeps the lists
+    # FC: a message without a usable call gets a notice, uses the turn, and the episode goes on
     none = await session.step(ModelReply(content="I would go to the desk."))
-    assert none.outcome is not None and none.outcome.status == st.INVALID_FORMAT
-    assert none.outcome.paper_status == st.PAPER_AGENT_VALIDATION_FAILED
-    for bad in (ToolCall(id="c3", name="take_action", arguments="{not json"), ToolCall(id="c4", name="take_action", arguments='{"action": 3}'),
-                ToolCall(id="c5", name="open_door", arguments="{}")):  # fmt: skip
-        step = await session.step(ModelReply(content="", tool_calls=[bad]))
-        assert step.outcome is not None and step.outcome.status == st.INVALID_ACTION
-        assert step.outcome.paper_status == st.PAPER_AGENT_INVALID_ACTION
+    assert none.outcome is None and not none.valid and none.error == "no tool call"
+    assert none.observation[0]["role"] == "user" and "take_action" in none.observation[0]["content"]
+    for bad in ("{not json", '{"action": 3}', "{}", "[1]"):
+        step = await session.step(ModelReply(content="", tool_calls=[ToolCall(id="c3", name="take_action", arguments=bad)]))
+        assert step.outcome is None and not step.valid and step.observation[0]["tool_call_id"] == "c3"
+    assert game.sent == ["go to desk 1"]
+    # FC reads the first argument whatever the tool's or the argument's name
+    other = ToolCall(id="c5", name="act", arguments=json.dumps({"command": "take pencil 1 from desk 1"}))
+    game.script = {"take pencil 1 from desk 1": ("You pick up the pencil 1.", True)}
+    won = await session.step(ModelReply(content="", tool_calls=[other]))
+    assert game.sent[-1] == "take pencil 1 from desk 1"
+    # won, so it counts, but FC's status keeps the last unusable call (an unreadable argument)
+    assert won.outcome is not None and won.outcome.status == st.COMPLETED and won.outcome.score == 1.0
+    assert won.outcome.paper_status == st.PAPER_AGENT_INVALID_ACTION
+
+
+async def test_tools_mode_statuses_without_bad_calls(tmp_path: Path) -> None:
+    session, game, _ = await _session(tmp_path, {"go to desk 1": ("You put the pencil 1 in/on the shelf 1.", True)}, mode="tools")
+    none = await session.step(ModelReply(content="thinking"))
+    assert none.outcome is None
+    won = await session.step(ModelReply(content="", tool_calls=[ToolCall(id="c1", name="take_action", arguments='{"action": "go to desk 1"}')]))
+    assert won.outcome is not None and won.outcome.paper_status == st.PAPER_AGENT_VALIDATION_FAILED
+    session, game, _ = await _session(tmp_path, mode="tools")
+    look = ToolCall(id="c1", name="take_action", arguments='{"action": "look"}')
+    steps = [await session.step(ModelReply(content="", tool_calls=[look])) for _ in range(4)]
+    assert [s.outcome is None for s in steps] == [True, True, True, False]
+    assert steps[-1].outcome is not None and steps[-1].outcome.status == st.INVALID_ACTION
+    assert steps[-1].outcome.paper_status == st.PAPER_AGENT_INVALID_ACTION
+    limit = await session.on_turn_limit()
+    assert limit.paper_status == st.PAPER_TASK_LIMIT_REACHED
 
 
 def test_options_are_checked() -> None:

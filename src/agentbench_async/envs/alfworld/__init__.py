@@ -26,7 +26,7 @@ from ...errors import ConfigError, EnvUnavailableError
 from ..base import Environment, EpisodeContext, Session, Task
 from .engine import GamePool
 from .session import MAX_STEPS, ALFWorldSession
-from .tasks import builtin_root, load_examples, load_tasks, require_official_root
+from .tasks import alfworld_data_root, builtin_root, load_examples, load_tasks, require_official_root
 
 _DEFAULT_CAPACITY = 128
 INSTALL_HINT = "pip install 'agentbench-async[alfworld]' (the alfworld and textworld packages)"
@@ -38,7 +38,7 @@ class ALFWorldEnvironment(Environment):
     max_turns: ClassVar[int] = MAX_STEPS
     metric: ClassVar[str] = "success rate"
     supports_tools: ClassVar[bool] = True  # AgentBench FC: one function, take_action(action)
-    requires: ClassVar[str] = "the alfworld extra (pip install 'agentbench-async[alfworld]'); official games: --alfworld-data"
+    requires: ClassVar[str] = "the alfworld extra (alfworld, textworld); official games: ALFWorld's json_2.1.1 data via --alfworld-data DIR"
 
     def __init__(self, *, data_dir: Path | None = None, options: dict[str, Any] | None = None) -> None:
         super().__init__(data_dir=data_dir, options=options)
@@ -47,6 +47,12 @@ class ALFWorldEnvironment(Environment):
         self._pool: GamePool | None = None
         self._examples: dict[str, list[str]] | None = None
         self._start_lock = asyncio.Lock()
+
+    @classmethod
+    def plays_official_tasks(cls, data_dir: object, options: dict[str, Any]) -> bool:
+        # the split files come from --data-dir, the games from --alfworld-data ($ALFWORLD_DATA); start()
+        # refuses --data-dir without the games
+        return bool(data_dir) and alfworld_data_root(options) is not None
 
     def _int_option(self, key: str, default: int) -> int:
         raw = self.options.get(key, default)

@@ -10,6 +10,7 @@ raw text is sent (the engine answers ``Nothing happens.``). BLEU is computed her
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections import Counter
@@ -38,6 +39,19 @@ def extract_action(reply: str) -> str | None:
     if match is None:
         return None
     return normalise(match.group(1))
+
+
+def tool_argument(arguments: str) -> str | None:
+    """Tools mode (AgentBench FC): the action in a ``take_action`` call's JSON arguments: ``action``, else the
+    first argument (FC reads the first value whatever its name); ``None`` if there is no string there."""
+    try:
+        values = json.loads(arguments or "{}")
+    except ValueError:
+        return None
+    if not isinstance(values, dict) or not values:
+        return None
+    value = values["action"] if "action" in values else next(iter(values.values()))
+    return value if isinstance(value, str) else None
 
 
 def normalise(text: str) -> str:

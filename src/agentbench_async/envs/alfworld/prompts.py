@@ -60,6 +60,9 @@ TOOLS: list[dict[str, Any]] = [
     }
 ]
 LIST_MARKER = "AVAILABLE ACTIONS"
+NO_TOOL_CALL = "Your message called no tool, so nothing was done. Call take_action with your next action."
+BAD_TOOL_CALL = "This call could not be read, so nothing was done: take_action needs a string argument \"action\"."
+EXTRA_TOOL_CALL = "Not executed: only the first tool call of a message is run."
 
 
 def first_observation(feedback: str) -> str:

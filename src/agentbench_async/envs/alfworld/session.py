@@ -7,6 +7,12 @@ replies identical, once more than three turns are logged) *before* looking at ``
 so a winning third repeat scores 0. ``done`` (only ever a win) ends the episode ``completed``; 35 replies
 without it end ``task_limit_exceeded``.
 
+Text mode: a reply without a readable ``ACTION:`` line (or with an empty one) ends the episode
+``invalid_format`` (upstream: AGENT_INVALID_ACTION). Tools mode follows AgentBench FC: a message without a
+tool call, or whose call has no string argument, is answered with a notice, uses the turn and the episode
+goes on; FC's sample status keeps the last such failure (AGENT_VALIDATION_FAILED / AGENT_INVALID_ACTION),
+even for an episode that is won later (its result still counts).
+
 The action-list shortening edits the user message the model just answered: the session keeps the
 message object it handed to the engine and replaces its ``content`` (the engine's conversation holds the
 same object, so later model calls see the short form; the transcript stores what was shown at the time).
@@ -23,8 +29,11 @@ from ...errors import EnvError
 from ...types import Message, ModelReply
 from ..base import EpisodeContext, Outcome, Session, Step, Task
 from .engine import Game, GamePool, GameState
-from .parsing import Mapped, extract_action, nearest_admissible, normalise, repeats
+from .parsing import Mapped, extract_action, nearest_admissible, normalise, repeats, tool_argument
 from .prompts import (
+    BAD_TOOL_CALL,
+    EXTRA_TOOL_CALL,
+    NO_TOOL_CALL,
     TOOLS,
     available_actions,
     first_observation,
@@ -52,6 +61,7 @@ class ALFWorldSession(Session):
         self._last_user: Message | None = None  # the observation the model is answering
         self._outputs: list[str] = []  # raw replies (text) or action arguments (tools), for the repeat rule
         self._log: list[dict[str, Any]] = []
+        self._fc_status: str | None = None  # tools mode: FC's sticky status after a reply without a usable call
 
     async def begin(self) -> list[Message]:
         if not self._path.is_file():
@@ -94,7 +104,7 @@ class ALFWorldSession(Session):
         if repeats(self._outputs):
             outcome = self._outcome(st.INVALID_ACTION, st.PAPER_AGENT_INVALID_ACTION, error="the same reply three times in a row")
         elif state.done:
-            outcome = self._outcome(st.COMPLETED, st.PAPER_COMPLETED, won=state.won)
+            outcome = self._outcome(st.COMPLETED, self._fc_status or st.PAPER_COMPLETED, won=state.won)
         return Step(observation=[message, *ignored], action=mapped.command, valid=valid, error=error, outcome=outcome,
                     info={"mapped_from": mapped.raw} if mapped.how == "nearest" else {})  # fmt: skip
 
@@ -108,22 +118,20 @@ class ALFWorldSession(Session):
         return content, nearest_admissible(action, self._commands), None, []
 
     def _parse_tools(self, reply: ModelReply) -> Step | tuple[str, Mapped, str, list[Message]]:
+        """AgentBench FC: the first tool call's action argument (its name is not checked: FC defines one
+        tool). A message without a usable call is answered with a notice and uses the turn; the episode goes
+        on, and FC's sample status remembers the last such failure."""
         if not reply.tool_calls:
-            return self._invalid(st.INVALID_FORMAT, st.PAPER_AGENT_VALIDATION_FAILED, "no tool call")
+            self._fc_status = st.PAPER_AGENT_VALIDATION_FAILED
+            return Step(observation=[{"role": "user", "content": NO_TOOL_CALL}], valid=False, error="no tool call")
         call, rest = reply.tool_calls[0], reply.tool_calls[1:]
-        shown = f"{call.name}({call.arguments[:200]})"
-        if call.name != TOOL_NAME:
-            return self._invalid(st.INVALID_ACTION, st.PAPER_AGENT_INVALID_ACTION, f"unknown tool {call.name[:60]!r}", shown)
-        try:
-            arguments = json.loads(call.arguments or "{}")
-        except ValueError:
-            arguments = None
-        value = arguments.get("action") if isinstance(arguments, dict) else None
-        if not isinstance(value, str):
-            return self._invalid(st.INVALID_ACTION, st.PAPER_AGENT_INVALID_ACTION, "take_action needs a string argument 'action'", shown)
-        ignored: list[Message] = [
-            {"role": "tool", "tool_call_id": c.id, "content": "Not executed: only the first tool call of a message is run."} for c in rest
-        ]
+        ignored: list[Message] = [{"role": "tool", "tool_call_id": c.id, "content": EXTRA_TOOL_CALL} for c in rest]
+        value = tool_argument(call.arguments)
+        if value is None:
+            self._fc_status = st.PAPER_AGENT_INVALID_ACTION
+            notice: Message = {"role": "tool", "tool_call_id": call.id, "content": BAD_TOOL_CALL}
+            return Step(observation=[notice, *ignored], action=f"{call.name}({call.arguments[:200]})", valid=False,
+                        error=f"{TOOL_NAME} needs a string argument 'action'")  # fmt: skip
         return value, nearest_admissible(normalise(value), self._commands), call.id, ignored
 
     def _invalid(self, status: str, paper_status: str, error: str, action: str | None = None) -> Step:

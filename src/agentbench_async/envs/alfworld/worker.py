@@ -18,14 +18,43 @@ so a process grows by ~1.4 MB per game ever played (AgentBench FC notes its ALFW
 Here a closed game's library copy goes back to a free list and the next game reuses it (loading a
 problem replaces the library's whole state, which TextWorld itself relies on at every reset), so memory
 follows the number of *live* games, not the number played.
+
+Speed (same texts, same commands, checked by the tests against a plain TextWorld environment):
+
+* TextWorld parses every grammar template with a PEG parser each time it derives a text (the ~700 rules of
+  ALFWorld's grammar at every load, and each admissible command's template at every step). The parse of a
+  template string never changes, so parses are memoised per process and each use gets a deep copy (the
+  derivation writes its context into the symbols);
+* ``load`` builds the game's planner state and the first ``reset`` builds the same state again; the first
+  reset after a load reuses the one just built.
 """
 
 from __future__ import annotations
 
+import copy
+import functools
 import json
 import os
 import sys
 from typing import Any
+
+_PARSES_KEPT = 8192  # distinct template strings; ALFWorld's grammar has ~700 rules, a game adds a few
+
+
+def _memoise_template_parses() -> None:
+    """Make TextWorld's grammar-template parser remember its results (a deep copy per use)."""
+    from textworld.envs.pddl import textgen
+
+    parse = textgen._parse_and_convert
+    if getattr(parse, "memoised", False):
+        return
+    remembered = functools.lru_cache(maxsize=_PARSES_KEPT)(lambda text, rule_name, trace: parse(text, rule_name=rule_name, trace=trace))
+
+    def memoised(text: str, rule_name: str = "symbols", trace: bool = False) -> Any:
+        return copy.deepcopy(remembered(text, rule_name, bool(trace)))
+
+    memoised.memoised = True  # type: ignore[attr-defined]
+    textgen._parse_and_convert = memoised
 
 
 class _Host:
@@ -37,15 +66,35 @@ class _Host:
         from alfworld.agents.environment.alfred_tw_env import AlfredDemangler, AlfredInfos
         from textworld.envs.pddl.pddl import PddlEnv
 
+        from textworld.envs.pddl import logic as pddl_logic
+
+        _memoise_template_parses()
         host = self
+        build_state = pddl_logic.PddlState
 
         class _PooledPddlEnv(PddlEnv):  # type: ignore[misc]
-            """TextWorld's PDDL environment taking its fast-downward library from the free list."""
+            """TextWorld's PDDL environment taking its fast-downward library from the free list, and whose
+            first reset reuses the planner state its load built."""
 
             def __init__(self, infos: Any) -> None:
                 textworld.Environment.__init__(self, infos)
                 self.downward_lib = host.free_libs.pop() if host.free_libs else fast_downward.load_lib()
                 host.libraries = max(host.libraries, len(host.games) + 1)
+                self._loaded_state: Any = None
+
+            def load(self, filename_or_data: Any) -> None:
+                super().load(filename_or_data)
+                self._loaded_state = self._pddl_state
+
+            def reset(self) -> Any:
+                fresh, self._loaded_state = self._loaded_state, None
+                if fresh is None:
+                    return super().reset()
+                pddl_logic.PddlState = lambda *args, **kwargs: fresh  # TextWorld's reset builds it by this name
+                try:
+                    return super().reset()
+                finally:
+                    pddl_logic.PddlState = build_state
 
         self._env_class = _PooledPddlEnv
         self._wrappers = (AlfredDemangler, AlfredInfos)
@@ -93,7 +142,7 @@ class _Host:
         env.close()
         if lib is not None:
             inner.downward_lib = None
-            inner._pddl_state = None
+            inner._pddl_state = inner._loaded_state = None
             self.free_libs.append(lib)
 
     def stats(self) -> dict[str, Any]:

@@ -1,0 +1,201 @@
+"""alfworld on the real engine (alfworld + textworld): every built-in game won by the oracle through the
+protocol in both action modes, the weak policy's statuses, real observations, engine failures as
+env_error, memory of closed games released, and the generator reproducing the committed suites."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+import os
+import signal
+import sys
+from collections import Counter
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+
+from agentbench_async import statuses as st
+from agentbench_async.envs.alfworld import ALFWorldEnvironment
+from agentbench_async.envs.alfworld.engine import GamePool
+from agentbench_async.envs.alfworld.tasks import builtin_root
+from agentbench_async.envs.base import EpisodeContext, Task
+from agentbench_async.testing import play
+from agentbench_async.types import ModelReply
+from support import REPO, require
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+HAS_ENGINE = all(importlib.util.find_spec(m) is not None for m in ("alfworld", "textworld", "fast_downward"))
+NEED = "the alfworld extra is not installed (pip install -e '.[alfworld]')"
+
+
+@pytest_asyncio.fixture(loop_scope="module", scope="module")
+async def env() -> AsyncIterator[ALFWorldEnvironment]:
+    require(HAS_ENGINE, NEED)
+    environment = ALFWorldEnvironment(options={"workers": "2"})
+    await environment.start()
+    yield environment
+    await environment.close()
+
+
+def _tasks(env: ALFWorldEnvironment) -> list[Task]:
+    return list(env.tasks("dev")) + list(env.tasks("test"))
+
+
+@pytest.mark.parametrize("mode", ["text", "tools"])
+async def test_oracle_wins_every_builtin_game(env: ALFWorldEnvironment, mode: str) -> None:
+    tasks = _tasks(env)
+    records = await asyncio.gather(*(play(env, t, "oracle", action_mode=mode) for t in tasks))
+    for task, record in zip(tasks, records):
+        assert (record.status, record.score, record.paper_status) == (st.COMPLETED, 1.0, st.PAPER_COMPLETED), (task.task_id, record.error)
+        assert record.n_turns == len(task.data["walkthrough"])
+        assert record.details["won"] and record.details["log"][-1]["done"]
+    assert sum(s["live"] for s in await env.pool.stats()) == 0  # type: ignore[union-attr]
+
+
+async def test_weak_policy_reaches_every_failure_status(env: ALFWorldEnvironment) -> None:
+    tasks = list(env.tasks("dev"))
+    text = await asyncio.gather(*(play(env, t, "weak") for t in tasks))
+    statuses = Counter(r.status for r in text)
+    assert set(statuses) == {st.INVALID_FORMAT, st.INVALID_ACTION, st.TASK_LIMIT_EXCEEDED, st.CONTEXT_LIMIT_EXCEEDED}
+    paper = {r.status: r.paper_status for r in text}
+    assert paper == {
+        st.INVALID_FORMAT: st.PAPER_AGENT_INVALID_ACTION,  # upstream: a reply process_action cannot read
+        st.INVALID_ACTION: st.PAPER_AGENT_INVALID_ACTION,  # the repeat rule
+        st.TASK_LIMIT_EXCEEDED: st.PAPER_TASK_LIMIT_REACHED,
+        st.CONTEXT_LIMIT_EXCEEDED: st.PAPER_AGENT_CONTEXT_LIMIT,
+    }
+    for record in text:
+        assert record.score == 0.0 and not record.success
+        if record.status == st.INVALID_ACTION:
+            assert record.n_turns == 4  # the repeat rule first fires at the fourth identical reply
+        if record.status == st.TASK_LIMIT_EXCEEDED:
+            assert record.n_turns == 35
+    # tools mode (FC): unusable messages never end the episode, they use turns
+    tools = await asyncio.gather(*(play(env, t, "weak", action_mode="tools") for t in tasks[:5]))
+    assert {r.status for r in tools} == {st.TASK_LIMIT_EXCEEDED, st.INVALID_ACTION, st.CONTEXT_LIMIT_EXCEEDED}
+
+
+async def test_real_observations_and_action_lists(env: ALFWorldEnvironment) -> None:
+    task = next(t for t in env.tasks("dev") if t.data["game"].startswith("games/dev/pick_and_place_simple-Pencil"))
+    session = await env.open_session(task, EpisodeContext(episode_id="obs", action_mode="text"))
+    try:
+        messages = await session.begin()
+        start = messages[-1]["content"]
+        assert start.startswith("Here is your task. You are in the middle of a room. Looking quickly around you, you see ")
+        observation, _, actions = start.partition(" AVAILABLE ACTIONS: ")
+        assert observation.endswith("\nYour task is to: put a pencil in shelf.")
+        commands = actions.rstrip("\n").split("\n")
+        assert commands == sorted(set(commands)) and "look" in commands and "go to desk 1" in commands and "help" not in commands
+        step = await session.step(ModelReply(content="ACTION: go to desk 1"))
+        text = step.observation[0]["content"]
+        assert text.startswith("On the desk 1, you see ") and "pencil 1" in text  # "You arrive at loc N. " cut
+        assert "take pencil 1 from desk 1" in text
+        step = await session.step(ModelReply(content="ACTION: juggle the furniture"))
+        assert step.observation[0]["content"].startswith("Nothing happens. AVAILABLE ACTIONS: ") and not step.valid
+        await session.step(ModelReply(content="ACTION: take pencil 1 from desk 1"))
+        await session.step(ModelReply(content="ACTION: go to shelf 1"))
+        step = await session.step(ModelReply(content="ACTION: put pencil 1 in shelf 1"))  # BLEU -> "in/on"
+        assert step.action == "put pencil 1 in/on shelf 1"
+        assert step.outcome is not None and step.outcome.status == st.COMPLETED and step.outcome.score == 1.0
+    finally:
+        await session.close()
+
+
+async def test_workers_say_what_plain_textworld_says(env: ALFWorldEnvironment) -> None:
+    """The worker's speed-ups (memoised template parses, the first reset reusing the loaded state, pooled
+    planner libraries) change no text: every feedback and action list equals a plain TextWorld game's."""
+    import textworld
+    from alfworld.agents.environment.alfred_tw_env import AlfredDemangler, AlfredInfos
+
+    assert env.pool is not None
+    for task in [t for t in env.tasks("test") if t.task_id in ("test-000", "test-012", "test-019", "test-027")]:
+        path = builtin_root() / task.data["game"]
+        plain = textworld.envs.pddl.PddlEnv(textworld.EnvInfos(won=True, admissible_commands=True, extras=["gamefile"]))
+        plain = AlfredInfos(AlfredDemangler(plain, shuffle=False))
+        plain.load(str(path))
+        state = plain.reset()
+        game, ours = await env.pool.open(str(path))
+        try:
+            for command in [*task.data["walkthrough"][:-1], "look", "inventory", task.data["walkthrough"][-1]]:
+                assert (ours.feedback, ours.admissible, ours.won) == (state["feedback"], list(state["admissible_commands"]), state["won"])
+                state, _, done = plain.step(command)
+                ours = await game.step(command)
+            assert (ours.feedback, ours.admissible, ours.won, ours.done) == (state["feedback"], list(state["admissible_commands"]), True, done)
+        finally:
+            await game.close()
+            plain.close()
+
+
+async def test_engine_failures_are_env_error_and_the_run_goes_on(env: ALFWorldEnvironment, tmp_path: Path) -> None:
+    bad = tmp_path / "broken.tw-pddl"
+    bad.write_text(json.dumps({"pddl_domain": "(define", "grammar": "", "pddl_problem": "", "solvable": True}))
+    task = Task(env="alfworld", split="dev", task_id="broken", data={"type": "pick_and_place", "prompt": "put", "game": "g"})
+    from agentbench_async.envs.alfworld.session import ALFWorldSession
+
+    examples = env._examples  # noqa: SLF001 - the loaded one-shot examples
+    assert env.pool is not None and examples is not None
+    session = ALFWorldSession(env.pool, task, EpisodeContext(episode_id="b", action_mode="text"), bad, examples["put"])
+    with pytest.raises(Exception) as info:
+        await session.begin()
+    assert type(info.value).__name__ == "EnvError" and "game engine error in open" in str(info.value)
+    # a missing game file (official games without their data) is env_error with the path
+    gone = Task(env="alfworld", split="dev", task_id="gone", data={"type": "pick_and_place", "prompt": "put", "game": "nope/game.tw-pddl"})
+    record = await play(env, gone, "oracle")
+    assert record.status == st.ENV_ERROR and "not found" in (record.error or "") and record.paper_status == st.PAPER_UNKNOWN
+    # a worker that dies mid-game ends that game's episode env_error; the next game gets a new worker
+    task = next(iter(env.tasks("dev")))
+    session = await env.open_session(task, EpisodeContext(episode_id="k", action_mode="text"))
+    await session.begin()
+    pids = env.pool.worker_pids
+    game_worker = session._game._worker  # type: ignore[attr-defined]  # noqa: SLF001
+    os.kill(game_worker.proc.pid, signal.SIGKILL)
+    with pytest.raises(Exception, match="game worker exited") as info:
+        await session.step(ModelReply(content="ACTION: look"))
+    assert type(info.value).__name__ == "EnvError"
+    await session.close()
+    record = await play(env, task, "oracle")
+    assert record.status == st.COMPLETED and env.pool.worker_pids != pids
+
+
+async def test_closed_games_release_their_memory() -> None:
+    require(HAS_ENGINE, NEED)
+    pool = GamePool(1)
+    await pool.start()
+    try:
+        path = str(next(builtin_root().joinpath("games", "dev").rglob("game.tw-pddl")))
+        rounds = []
+        for _ in range(3):
+            games = [await pool.open(path) for _ in range(8)]
+            live = (await pool.stats())[0]
+            assert live["live"] == 8
+            await asyncio.gather(*(game.close() for game, _ in games))
+            rounds.append((await pool.stats())[0])
+        assert [r["live"] for r in rounds] == [0, 0, 0] and rounds[-1]["opened"] == 24
+        # planner libraries are reused: as many as were live at once, not one per game ever played
+        assert rounds[-1]["libraries"] == 8
+        growth = rounds[-1]["rss_bytes"] - rounds[0]["rss_bytes"]
+        assert growth < 8 * 1024 * 1024, f"the worker grew by {growth / 2**20:.1f} MB over two rounds of 8 games"
+    finally:
+        await pool.close()
+
+
+def test_generator_reproduces_the_committed_suites() -> None:
+    require(HAS_ENGINE, NEED)
+    spec = importlib.util.spec_from_file_location("alfworld_generate", REPO / "environments" / "alfworld" / "generate.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.modules.pop(spec.name, None)
+    files = module.build(play=False)  # the oracle tests above play every game
+    root = builtin_root()
+    committed = {str(p.relative_to(root)) for p in root.joinpath("games").rglob("*") if p.is_file()}
+    assert committed == {rel for rel in files if rel.startswith("games/")}
+    for rel, text in files.items():
+        assert (root / rel).read_text(encoding="utf-8") == text, f"{rel} differs: run environments/alfworld/generate.py"
