@@ -51,6 +51,9 @@ class CallRow:
     reasoning_tokens: int | None = None  # reported by the server (OpenAI-style usage details)
     limit_kind: str | None = None  # context_window | output_budget: which limit ended this call's turn
     limit_basis: str | None = None  # how that was decided (server shape, finish reason, usage)
+    cache_read_tokens: int | None = None  # input tokens read from the provider's prompt cache (part of input_tokens)
+    cache_write_tokens: int | None = None  # input tokens written to it (Anthropic cache_creation_input_tokens)
+    batch_id: str | None = None  # the provider's batch that carried this request (--batch), else None
 
 
 @dataclass

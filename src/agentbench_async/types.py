@@ -40,6 +40,11 @@ class Usage:
     input_tokens: int = 0
     output_tokens: int = 0
     reasoning_tokens: int | None = None  # part of output_tokens spent thinking, when the server reports it
+    # prompt caching, as the server reports it (both are part of input_tokens): tokens read from the cache
+    # (OpenAI prompt_tokens_details.cached_tokens, Anthropic cache_read_input_tokens) and written to it
+    # (Anthropic cache_creation_input_tokens; OpenAI caches without saying so: None)
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
 
 
 @dataclass

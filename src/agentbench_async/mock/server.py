@@ -17,6 +17,7 @@ import random
 import time
 import uuid
 from collections import Counter, deque
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,8 +29,9 @@ from ..envs.base import Environment, Task
 from ..errors import AgentBenchError
 from ..types import Message
 from .policy import CALLER_HEADER, EPISODE_HEADER, TASK_HEADER, PolicyReply, env_policies, run_policy
-from .providers import (FATAL_FAULTS, THINKING_TEXT, anthropic_thinking_error, openai_parameter_error, overflow_response,
-                        signature)  # fmt: skip
+from .caching import CacheUsage, PromptCache
+from .providers import (FATAL_FAULTS, THINKING_TEXT, anthropic_thinking_error, openai_parameter_error, overflow_body,
+                        overflow_response, signature)  # fmt: skip
 
 FAULT_KINDS = ("429", "500", "502", "503", "529", "timeout", "reset", "malformed", "truncated", "context", *FATAL_FAULTS)
 
@@ -57,6 +59,8 @@ class MockOptions:
     # act as a reasoning model (providers.REASONING_MODES): openai | reasoning_content | reasoning | think | anthropic
     reasoning: str | None = None
     reasoning_tokens: int = 64  # thinking tokens per reply; a max_(completion_)tokens at or below it is used up thinking
+    # prompt caching as the providers report it (caching.PromptCache): prefixes of at least this many tokens
+    cache_min_tokens: int = 1024
 
 
 class MockModelServer:
@@ -69,6 +73,7 @@ class MockModelServer:
         self._tasks: dict[tuple[str, str, str], dict[str, Task]] = {}
         self.stats: Counter[str] = Counter()
         self.max_requests_in_window = 0
+        self.cache = PromptCache(self.options.cache_min_tokens)
         self._runner: web.AppRunner | None = None
         self.port: int | None = None
         self.host = "127.0.0.1"
@@ -130,19 +135,19 @@ class MockModelServer:
             self._envs[key] = make_env(name, data_dir=data_dir, options=options)
         return self._envs[key]
 
-    def _policy_reply(self, request: web.Request, model: str, messages: list[Message], tools: Any) -> PolicyReply:
-        header = request.headers.get(TASK_HEADER)
+    def _policy_reply(self, headers: Mapping[str, str], model: str, messages: list[Message], tools: Any) -> PolicyReply:
+        header = headers.get(TASK_HEADER)
         task = self._task(header) if header else None
         if task is None:
             return PolicyReply(content="I am the mock model; send X-AgentBench-Task to get a task policy.")
-        caller = request.headers.get(CALLER_HEADER, "agent")
+        caller = headers.get(CALLER_HEADER, "agent")
         policies = env_policies(task.env)
         name = "judge" if caller == "judge" else model.removeprefix("mock-")
         if name not in policies:
             name = self.options.policy
         if name not in policies:
             return PolicyReply(content=f"The mock model has no policy {name!r} for {task.env}.")
-        episode = request.headers.get(EPISODE_HEADER, header or "")
+        episode = headers.get(EPISODE_HEADER, header or "")
         return run_policy(policies[name], task, messages, tools, episode)
 
     # -- faults ------------------------------------------------------------------------------
@@ -200,20 +205,30 @@ class MockModelServer:
         if fault:
             self.stats[f"fault_{fault}"] += 1
             return await self._fault(request, fault, anthropic)
+        status, out = self.answer(body, request.headers, anthropic)
+        return web.json_response(out, status=status)
+
+    def answer(self, body: dict[str, Any], headers: Mapping[str, str], anthropic: bool) -> tuple[int, dict[str, Any]]:
+        """(HTTP status, body) of the reply to one request that got past the faults (the direct endpoints
+        and the batch APIs answer the same way)."""
         messages, tools = _messages(body, anthropic)
         if self.options.reasoning and any(m.get("role") == "assistant" and THINKING_TEXT in (m.get("content") or "") for m in messages):
             self.stats["thinking_in_history"] += 1  # a client sent the thinking back as part of the reply
-        reply = self._policy_reply(request, str(body.get("model", "")), messages, tools)
+        reply = self._policy_reply(headers, str(body.get("model", "")), messages, tools)
         if reply.fail == "context_length":
             self.stats["context_length"] += 1
-            return self._context_error(anthropic)
+            return overflow_body(self.options.overflow_shape or ("anthropic" if anthropic else "openai"))
         self.stats["ok"] += 1
         usage_in = sum(len(m.get("content") or "") for m in messages) // 4 + 1
         usage_out = len(reply.content) // 4 + 1
         out = _reply_body(body, reply, usage_in, usage_out, anthropic)
+        cache = self.cache.anthropic(body, usage_in) if anthropic else self.cache.openai(body, usage_in)
+        _add_cache_usage(out, cache, anthropic)
+        self.stats["cache_read_tokens"] += cache.read
+        self.stats["cache_write_tokens"] += cache.written
         if self.options.reasoning:
             _add_reasoning(out, body, self.options.reasoning, self.options.reasoning_tokens, anthropic)
-        return web.json_response(out)
+        return 200, out
 
     def _reasoning_rules(self, body: dict[str, Any], anthropic: bool) -> web.Response | None:
         mode = self.options.reasoning
@@ -294,6 +309,17 @@ def _messages(body: dict[str, Any], anthropic: bool) -> tuple[list[Message], Any
     if tools:
         tools = [{"type": "function", "function": {"name": t["name"], "description": t.get("description", ""), "parameters": t.get("input_schema", {})}} for t in tools]
     return out, tools
+
+
+def _add_cache_usage(out: dict[str, Any], cache: CacheUsage, anthropic: bool) -> None:
+    """The usage fields of prompt caching, in each provider's shape (tests/fixtures/providers/usage_*.json)."""
+    usage = out["usage"]
+    if anthropic:
+        usage["input_tokens"] = cache.total - cache.read - cache.written
+        usage["cache_creation_input_tokens"] = cache.written
+        usage["cache_read_input_tokens"] = cache.read
+    else:
+        usage["prompt_tokens_details"] = {"cached_tokens": cache.read, "audio_tokens": 0}
 
 
 def _add_reasoning(out: dict[str, Any], request: dict[str, Any], mode: str, tokens: int, anthropic: bool) -> None:

@@ -10,6 +10,8 @@ from ..types import Message, ModelReply, ToolCall, Usage
 from .base import ModelClient
 
 ANTHROPIC_VERSION = "2023-06-01"
+MAX_CACHE_BREAKPOINTS = 4  # Anthropic accepts at most four cache_control blocks per request
+_EPHEMERAL = {"type": "ephemeral"}
 
 
 def _to_anthropic(messages: list[Message]) -> tuple[str | None, list[dict[str, Any]]]:
@@ -46,6 +48,43 @@ def _to_anthropic(messages: list[Message]) -> tuple[str | None, list[dict[str, A
     return ("\n\n".join(system) or None), out
 
 
+def _mark(block: dict[str, Any]) -> dict[str, Any]:
+    return {**block, "cache_control": _EPHEMERAL}
+
+
+def add_cache_breakpoints(body: dict[str, Any]) -> None:
+    """Mark the stable prefix of a request with ``cache_control`` breakpoints (at most four):
+
+    1. the end of tools + system (the instructions every turn repeats);
+    2. the first message (the task's instructions and one-shot examples);
+    3. the end of the previous turn (the last user message before the latest reply): read this turn;
+    4. the end of the request: written now, read by the next turn.
+
+    The cache holds the prefix up to a breakpoint, so a later request that starts with the same bytes pays
+    the cached price for it. Breakpoints that fall on the same block count once; thinking blocks are never
+    marked (the API refuses that).
+    """
+    if isinstance(body.get("system"), str):
+        body["system"] = [_mark({"type": "text", "text": body["system"]})]
+    elif body.get("tools"):
+        body["tools"] = [*body["tools"][:-1], _mark(body["tools"][-1])]
+    messages = body["messages"]
+    n = len(messages)
+    wanted = sorted({i for i in (0, n - 3, n - 1) if 0 <= i < n and messages[i]["role"] == "user"})
+    used = 1 if (body.get("system") or body.get("tools")) else 0
+    for i in reversed(wanted):  # the latest breakpoints matter most if the limit is reached
+        if used >= MAX_CACHE_BREAKPOINTS:
+            break
+        content = messages[i]["content"]
+        last = len(content) - 1
+        while last >= 0 and content[last].get("type") in ("thinking", "redacted_thinking"):
+            last -= 1
+        if last < 0:
+            continue
+        messages[i] = {**messages[i], "content": [*content[:last], _mark(content[last]), *content[last + 1:]]}
+        used += 1
+
+
 def _tools_to_anthropic(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [
         {"name": t["function"]["name"], "description": t["function"].get("description", ""), "input_schema": t["function"].get("parameters", {"type": "object"})}
@@ -68,6 +107,8 @@ class AnthropicClient(ModelClient):
         if tools:
             body["tools"] = _tools_to_anthropic(tools)
         body.update(self.config.extra_body)
+        if self.config.prompt_caching:
+            add_cache_breakpoints(body)
         headers = {"Content-Type": "application/json", "anthropic-version": ANTHROPIC_VERSION, **self.config.headers}
         if self._api_key:
             headers["x-api-key"] = self._api_key
@@ -91,12 +132,16 @@ class AnthropicClient(ModelClient):
         reasoning = None
         if thinking:
             reasoning = "\n\n".join(b.get("thinking", "") if b["type"] == "thinking" else "[redacted thinking]" for b in thinking)
-        # Anthropic's usage counts thinking inside output_tokens and reports no separate number
+        # Anthropic's usage counts thinking inside output_tokens and reports no separate number. Its input_tokens
+        # are only the tokens after the last cache breakpoint: the prompt is input + cache read + cache write.
+        read, written = usage.get("cache_read_input_tokens"), usage.get("cache_creation_input_tokens")
+        prompt = int(usage.get("input_tokens") or 0) + int(read or 0) + int(written or 0)
         return ModelReply(
             content="".join(text),
             tool_calls=calls,
             finish_reason=body.get("stop_reason"),
-            usage=Usage(int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)),
+            usage=Usage(prompt, int(usage.get("output_tokens") or 0), None,
+                        None if read is None else int(read), None if written is None else int(written)),
             reasoning=reasoning,
             thinking_blocks=thinking or None,
         )

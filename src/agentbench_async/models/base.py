@@ -55,6 +55,9 @@ class ModelConfig:
     task_header: bool = False  # send X-AgentBench-Task (only the built-in mock model uses it)
     price_in: float | None = None  # USD per 1M input tokens (reports)
     price_out: float | None = None
+    price_cached_in: float | None = None  # USD per 1M input tokens read from the prompt cache (None: price_in)
+    price_cache_write: float | None = None  # USD per 1M input tokens written to the cache (None: price_in)
+    batch_discount: float = 0.5  # share of the price a batch request saves (OpenAI and Anthropic: 50%)
     rate_window_s: float = 60.0  # the window of rpm/tpm (60 = per minute)
     retry_backoff_s: float = 0.5  # exponential backoff with full jitter: random in [0, backoff * 2^n]
     retry_backoff_max_s: float = 30.0
@@ -66,6 +69,12 @@ class ModelConfig:
     reasoning_handling: str = "separate"  # separate: thinking kept out of the reply | raw: AgentBench's behaviour
     proxy: str | None = None  # http:// proxy for this model (overrides HTTP(S)_PROXY/NO_PROXY)
     ca_bundle: str | None = None  # PEM file of extra CA certificates (added to the system's)
+    # Anthropic: cache_control breakpoints on the stable prefix of each request (OpenAI-compatible servers
+    # cache prefixes without being asked; the engine keeps those byte-identical across turns)
+    prompt_caching: bool = True
+    # provider batch API (OpenAI Batch API, Anthropic Message Batches): None/false = direct calls; a number =
+    # batch size; true = the default size; or a mapping of batches.BatchSettings fields
+    batch: Any = None
 
     @property
     def model_id(self) -> str:
@@ -308,6 +317,7 @@ class ModelClient(abc.ABC):
                 row.input_tokens = usage.input_tokens
                 row.output_tokens = usage.output_tokens
                 row.reasoning_tokens = usage.reasoning_tokens
+                row.cache_read_tokens, row.cache_write_tokens = usage.cache_read_tokens, usage.cache_write_tokens
                 row.finish_reason = reply.finish_reason
                 slot.report_usage(usage.input_tokens + usage.output_tokens)
                 self.stats["input_tokens"] += usage.input_tokens

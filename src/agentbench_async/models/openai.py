@@ -51,6 +51,7 @@ class OpenAIClient(ModelClient):
         ]
         usage = body.get("usage") or {}
         details = usage.get("completion_tokens_details")
+        prompt_details = usage.get("prompt_tokens_details")  # cached_tokens: the part of prompt_tokens read from the cache
         content = message.get("content") or ""
         reasoning = message_reasoning(message)
         if self._split and content:
@@ -65,6 +66,7 @@ class OpenAIClient(ModelClient):
                 int(usage.get("prompt_tokens") or 0),
                 int(usage.get("completion_tokens") or 0),
                 details.get("reasoning_tokens") if isinstance(details, dict) else None,
+                prompt_details.get("cached_tokens") if isinstance(prompt_details, dict) else None,
             ),
             reasoning=reasoning,
         )

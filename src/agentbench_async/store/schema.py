@@ -71,7 +71,8 @@ CREATE TABLE IF NOT EXISTS model_calls (
     attempt       INTEGER NOT NULL,     -- 1 = first try, 2.. = retries
     http_status   INTEGER,              -- NULL when no HTTP answer (timeout, connection reset)
     latency_ms    DOUBLE,
-    input_tokens  BIGINT,
+    input_tokens  BIGINT,               -- the whole prompt, cached parts included (Anthropic: input_tokens +
+                                        -- cache_read_input_tokens + cache_creation_input_tokens)
     output_tokens BIGINT,
     error         VARCHAR,
     caller        VARCHAR,              -- agent | judge
@@ -81,7 +82,11 @@ CREATE TABLE IF NOT EXISTS model_calls (
     retry_after_s DOUBLE,               -- the server's Retry-After, when it sent one
     reasoning_tokens BIGINT,            -- output tokens spent thinking, when the server reports them
     limit_kind    VARCHAR,              -- context_window | output_budget: the limit this call ran into
-    limit_basis   VARCHAR               -- how that was decided (server error shape, finish reason, usage)
+    limit_basis   VARCHAR,              -- how that was decided (server error shape, finish reason, usage)
+    cache_read_tokens  BIGINT,          -- input tokens read from the provider's prompt cache (part of input_tokens)
+    cache_write_tokens BIGINT,          -- input tokens written to the cache (Anthropic; part of input_tokens)
+    batch_id      VARCHAR               -- the provider batch (OpenAI Batch API / Anthropic Message Batches) that
+                                        -- carried the request; NULL for a direct call
 );
 """
 
@@ -94,6 +99,9 @@ ADDED_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("model_calls", "reasoning_tokens", "BIGINT"),
     ("model_calls", "limit_kind", "VARCHAR"),
     ("model_calls", "limit_basis", "VARCHAR"),
+    ("model_calls", "cache_read_tokens", "BIGINT"),
+    ("model_calls", "cache_write_tokens", "BIGINT"),
+    ("model_calls", "batch_id", "VARCHAR"),
 )
 
 

@@ -49,6 +49,12 @@ class EchoEnvironment(Environment):
     supports_tools = True
     hidden = True
 
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        turns = int(self.options.get("turns", 0))
+        if turns >= type(self).max_turns:  # longer tasks (option turns) get their turns plus the one over the limit
+            self.max_turns = turns + 1  # type: ignore[misc]
+
     def tasks(self, split: str) -> Iterator[Task]:
         if split not in ("dev", "test"):
             raise TaskFileError(f"echo: unknown split {split!r} (use dev or test)")
