@@ -46,8 +46,16 @@ class EpisodeSpec:
 class _Transcript:
     """Collects turn rows in order."""
 
-    def __init__(self) -> None:
+    def __init__(self, live: Callable[[list[TurnRow]], None] | None) -> None:
         self.rows: list[TurnRow] = []
+        self._live = live
+        self._shown = 0
+
+    def turn_done(self) -> None:
+        """Hand the rows of the turn that just completed to the live sink (the writer stores them as they come)."""
+        if self._live is not None:
+            self._live(self.rows[self._shown :])
+            self._shown = len(self.rows)
 
     def add(self, turn: int, message: Message) -> TurnRow:
         row = TurnRow(
@@ -67,15 +75,16 @@ def _observation_text(messages: list[Message]) -> str | None:
     return "\n".join(m.get("content") or "" for m in messages)
 
 
-async def run_episode(env: Environment, spec: EpisodeSpec, agent: AgentFn, judge: AgentFn | None = None) -> EpisodeRecord:
-    """Run one episode to its end and return its record.
+async def run_episode(env: Environment, spec: EpisodeSpec, agent: AgentFn, judge: AgentFn | None = None,
+                      live: Callable[[list[TurnRow]], None] | None = None) -> EpisodeRecord:  # fmt: skip
+    """Run one episode to its end and return its record; ``live`` gets each turn's rows as the turn completes.
 
     Model and environment failures become statuses, never exceptions. If the episode is cancelled
     (shutdown), ``EpisodeCancelled`` carries the partial record with status ``cancelled``.
     """
     started = now()
     calls: list[CallRow] = []
-    transcript = _Transcript()
+    transcript = _Transcript(live)
     turn = 0
     n_turns = 0
     shape = history_policy(spec.history)
@@ -101,6 +110,7 @@ async def run_episode(env: Environment, spec: EpisodeSpec, agent: AgentFn, judge
             raise _EnvFailure(str(exc)) from None
         for message in messages:
             transcript.add(0, message)
+        transcript.turn_done()
         max_turns = spec.max_turns or env.max_turns
         tools = session.tools()
         outcome = session.settled()
@@ -127,6 +137,7 @@ async def run_episode(env: Environment, spec: EpisodeSpec, agent: AgentFn, judge
             for obs in step.observation:
                 transcript.add(turn, obs)
                 messages.append(obs)
+            transcript.turn_done()
             outcome = step.outcome
     except ContextLimitError as exc:
         outcome = await _context_limit_outcome(session, str(exc))

@@ -53,20 +53,27 @@ class Progress:
             self._live.__exit__(None, None, None)
             self._live = None
 
-    def _render(self) -> Table:
+    def snapshot(self) -> dict[str, Any]:
+        """The figures of the display as plain data (the writer publishes them for live readers)."""
         elapsed = max(time.monotonic() - self._start, 1e-6)
-        calls = sum(c.stats["calls"] for c in self.clients)
-        retries = sum(c.stats["retries"] for c in self.clients)
-        errors = sum(c.stats["errors"] for c in self.clients)
-        tok_in = sum(c.stats["input_tokens"] for c in self.clients)
-        tok_out = sum(c.stats["output_tokens"] for c in self.clients)
+        stat = {key: sum(c.stats.get(key, 0) for c in self.clients)
+                for key in ("calls", "retries", "errors", "http_429", "input_tokens", "output_tokens")}  # fmt: skip
         done = sum(r.done for r in self.rows.values())
         total = sum(r.total for r in self.rows.values())
         rate = done / elapsed
-        eta = (total - done) / rate if rate > 0 else float("nan")
+        streams = [{"model": model, "env": env, "total": row.total, "done": row.done, "in_flight": row.in_flight, "statuses": dict(row.statuses)}
+                   for (model, env), row in sorted(self.rows.items())]  # fmt: skip
+        return {**stat, "elapsed_s": elapsed, "calls_per_s": stat["calls"] / elapsed, "episodes_per_s": rate,
+                "eta_s": (total - done) / rate if rate > 0 else None, "streams": streams}  # fmt: skip
+
+    def _render(self) -> Table:
+        snap = self.snapshot()
+        eta = snap["eta_s"] if snap["eta_s"] is not None else float("nan")
+        done = sum(s["done"] for s in snap["streams"])
+        total = sum(s["total"] for s in snap["streams"])
         title = (
-            f"{done}/{total} episodes · {calls / elapsed:.1f} calls/s · retries {retries} · errors {errors} · "
-            f"tokens {tok_in:,} in / {tok_out:,} out · ETA {_fmt_eta(eta)}"
+            f"{done}/{total} episodes · {snap['calls_per_s']:.1f} calls/s · retries {snap['retries']} · errors {snap['errors']} · "
+            f"tokens {snap['input_tokens']:,} in / {snap['output_tokens']:,} out · ETA {_fmt_eta(eta)}"
         )
         table = Table(title=title, title_justify="left")
         for col in ("model", "env", "done/total", "in flight", "statuses"):

@@ -152,13 +152,15 @@ class Evaluation:
             run_id = store.begin_run(cfg.public_dict(), fingerprint, command=self.command, version=__version__, new_run=cfg.new_run)
             summary = RunSummary(run_id=run_id, out=str(cfg.out), unavailable_envs=summary_envs)
             summary.fatal_errors.extend(failed_starts)  # the others run; the exit code says one failed
-            writer = EpisodeWriter(store, run_id, fingerprint, replace=store.rerun_episode_ids(fingerprint))
+            writer = EpisodeWriter(store, run_id, fingerprint, replace=store.rerun_episode_ids(fingerprint), progress=self.progress.snapshot)
             writer.start()
             try:
                 await self._run_streams(envs, done, counts, writer, summary)
             finally:
                 await writer.close()
                 summary.rows_written, summary.write_seconds = writer.rows_written, writer.write_seconds
+                if writer.live_error:
+                    self.console.print(f"[yellow]warning: {writer.live_error}[/yellow]", highlight=False)
                 store.finish_run(run_id, interrupted=summary.interrupted)
         finally:
             for env in envs.values():
@@ -266,7 +268,7 @@ class Evaluation:
         self.progress.started(spec.model, env.name)
         try:
             try:
-                record = await run_episode(env, spec, agent, judge)
+                record = await run_episode(env, spec, agent, judge, live=writer.live_sink(spec.episode_id, spec.model, env.name))
             except EpisodeCancelled as cancelled:
                 record = cancelled.record
             self._finish(record, writer, summary)

@@ -173,7 +173,7 @@ def test_file_locked_by_a_running_evaluation_is_a_clear_error(known_run: Path) -
     )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
-        with pytest.raises(StoreError, match="being written by a running evaluation"):
+        with pytest.raises(StoreError, match="locked by another process that publishes no live snapshot"):
             load(known_run)
     finally:
         holder.kill()

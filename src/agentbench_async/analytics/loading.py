@@ -1,13 +1,18 @@
 """Open one or more result files read-only and expose the tables and analytics views as polars frames.
 
 Each DuckDB file is ATTACHed read-only into a private in-memory database. The in-memory database holds
-views named like the stored tables (``runs``, ``episodes``, ``turns``, ``model_calls``) that UNION the
-attached files (with a ``source_file`` column), and the ``analytics/*.sql`` views are created on top of
-them there. So a report never writes to a result file and several files are reported together.
+views named like the stored tables (``runs``, ``episodes``, ``turns``, ``model_calls``, ``live_turns``) that
+UNION the attached files (with a ``source_file`` column), and the ``analytics/*.sql`` views are created on
+top of them there. So a report never writes to a result file and several files are reported together.
+
+A file that ``agentbench run`` is writing is locked by DuckDB; it is read instead from what its writer
+publishes (``store/live.py``): every committed episode, at most ~2 s old, never half an episode, without
+touching the file the run holds. ``Results.refresh()`` picks up what was committed since.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -17,9 +22,12 @@ import duckdb
 import polars as pl
 
 from ..errors import AgentBenchError, StoreError
+from ..store.live import LIVE_TURNS_DDL, LiveStatus, create_live_views, read_manifest, read_status
 from ..store.schema import ADDED_COLUMNS, create_views
 
 TABLES: tuple[str, ...] = ("runs", "episodes", "turns", "model_calls")
+_OPTIONAL_TABLES: tuple[str, ...] = ("live_turns",)  # files written before it existed read as empty
+_LIVE_WAIT_S = 5.0  # a run that has just started publishes its first snapshot within this time
 
 
 class ReportError(AgentBenchError):
@@ -38,9 +46,10 @@ class Results:
     view and ``sql(query)`` runs any query. Frames are read when first used.
     """
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, paths: list[Path]) -> None:
+    def __init__(self, con: duckdb.DuckDBPyConnection, paths: list[Path], live_files: list[Path] | None = None) -> None:
         self.con = con
         self.paths = paths
+        self.live_files: list[Path] = live_files or []  # the opened files a run is writing right now
         self._cache: dict[str, pl.DataFrame] = {}
 
     # -- frames --------------------------------------------------------------------------------------
@@ -48,8 +57,31 @@ class Results:
         """Run a query against the opened files and their views; returns a polars frame."""
         try:
             return self.con.sql(query, params=list(params) if params else None).pl()
+        except duckdb.IOException:
+            if not self.live_files:
+                raise StoreError("query failed: a result file could not be read") from None
+            # a live file's writer merged away (or, at its end, removed) what this snapshot listed: reopen
+            self.refresh()
         except duckdb.Error as exc:
             raise StoreError(f"query failed: {str(exc).splitlines()[0]}") from None
+        try:
+            return self.con.sql(query, params=list(params) if params else None).pl()
+        except duckdb.Error as exc:
+            raise StoreError(f"query failed: {str(exc).splitlines()[0]}") from None
+
+    def refresh(self) -> Results:
+        """Re-open the files: a live file shows what its writer committed since (cached frames are dropped)."""
+        con, live = _open(self.paths)
+        self.con.close()
+        self.con, self.live_files = con, live
+        self._cache.clear()
+        return self
+
+    def live_status(self, path: str | Path | None = None) -> LiveStatus | None:
+        """Progress the run writing ``path`` (default: the first live file) last published; None if none is."""
+        if path is None:
+            return read_status(self.live_files[0]) if self.live_files else None
+        return read_status(Path(path))
 
     def view(self, name: str) -> pl.DataFrame:
         if name not in self._cache:
@@ -104,21 +136,36 @@ class Results:
         self.close()
 
 
-def _attach(con: duckdb.DuckDBPyConnection, path: Path, alias: str) -> None:
+def _attach(con: duckdb.DuckDBPyConnection, path: Path, index: int) -> tuple[str, str, bool]:
+    """Open one file as source ``index``: (database, schema, live). A file a run is writing (DuckDB's lock)
+    is read from what its writer publishes; a run that has just started gets a few seconds to publish."""
     if not path.is_file():
         raise ReportError(f"{path}: no such file (give the .duckdb file a run wrote)")
-    try:
-        con.execute(f"ATTACH {_sql_str(str(path))} AS {alias} (READ_ONLY)")
-    except duckdb.IOException as exc:
-        msg = str(exc)
-        if "lock" in msg.lower():
+    alias = f"src{index}"
+    deadline = time.monotonic() + _LIVE_WAIT_S
+    while True:
+        try:
+            con.execute(f"ATTACH {_sql_str(str(path))} AS {alias} (READ_ONLY)")
+            break
+        except duckdb.IOException as exc:
+            msg = str(exc)
+            if "lock" not in msg.lower():
+                raise StoreError(f"{path}: cannot open as DuckDB ({msg.splitlines()[0]})") from None
+        except duckdb.Error as exc:
+            raise StoreError(f"{path}: cannot open as DuckDB ({str(exc).splitlines()[0]})") from None
+        manifest = read_manifest(path)
+        if manifest is not None:
+            try:
+                create_live_views(con, f"live{index}", path, manifest)
+                return "memory", f"live{index}", True
+            except duckdb.IOException:
+                con.execute(f"DROP SCHEMA IF EXISTS live{index} CASCADE")  # merged away meanwhile: read the manifest again
+        if time.monotonic() > deadline:
             raise StoreError(
-                f"{path}: the file is being written by a running evaluation; wait for it to finish "
-                "(or copy the file and report the copy)"
-            ) from None
-        raise StoreError(f"{path}: cannot open as DuckDB ({msg.splitlines()[0]})") from None
-    except duckdb.Error as exc:
-        raise StoreError(f"{path}: cannot open as DuckDB ({str(exc).splitlines()[0]})") from None
+                f"{path}: the file is locked by another process that publishes no live snapshot (a run of an older "
+                "agentbench-async, or another program); wait for it to finish, or copy the file and read the copy"
+            )
+        time.sleep(0.1)
     tables = {
         r[0]
         for r in con.execute(
@@ -128,22 +175,51 @@ def _attach(con: duckdb.DuckDBPyConnection, path: Path, alias: str) -> None:
     missing = [t for t in TABLES if t not in tables]
     if missing:
         raise ReportError(f"{path}: not an agentbench results file (no {', '.join(missing)} table)")
+    return alias, "main", False
 
 
-def _missing_columns(con: duckdb.DuckDBPyConnection, alias: str, table: str) -> str:
+def _columns(con: duckdb.DuckDBPyConnection, database: str, schema: str, table: str) -> set[str]:
+    rows = con.execute(
+        "SELECT column_name FROM duckdb_columns() WHERE database_name = ? AND schema_name = ? AND table_name = ?",
+        [database, schema, table],
+    ).fetchall()
+    return {r[0] for r in rows}
+
+
+def _missing_columns(present: set[str], table: str) -> str:
     """NULL columns for what a file written by an older version lacks (e.g. ``episodes.paper_status``), so the
     views see the current schema whatever the files' ages."""
-    present = {
-        r[0]
-        for r in con.execute(
-            "SELECT column_name FROM duckdb_columns() WHERE database_name = ? AND table_name = ?", [alias, table]
-        ).fetchall()
-    }
     return "".join(f", NULL::{sql_type} AS {column}" for t, column, sql_type in ADDED_COLUMNS if t == table and column not in present)
+
+
+def _open(paths: list[Path]) -> tuple[duckdb.DuckDBPyConnection, list[Path]]:
+    """The in-memory database with the union views over ``paths``, and which of them are live."""
+    con = duckdb.connect(":memory:")
+    try:
+        sources = [_attach(con, path, i) for i, path in enumerate(paths)]
+        con.execute("CREATE SCHEMA _declared")
+        con.execute("USE memory._declared")
+        con.execute(LIVE_TURNS_DDL)  # the empty live_turns of files written before it existed
+        con.execute("USE memory.main")
+        for table in (*TABLES, *_OPTIONAL_TABLES):
+            parts = []
+            for path, (database, schema, _) in zip(paths, sources):
+                present = _columns(con, database, schema, table)
+                relation = f"{database}.{schema}.{table}" if present else f"memory._declared.{table}"
+                parts.append(f"SELECT *{_missing_columns(present, table) if present else ''}, {_sql_str(str(path))} AS source_file FROM {relation}")
+            con.execute(f"CREATE VIEW {table} AS " + " UNION ALL BY NAME ".join(parts))
+        create_views(con)
+    except BaseException:
+        con.close()
+        raise
+    return con, [path for path, (_, _, live) in zip(paths, sources) if live]
 
 
 def load(path_or_paths: str | Path | Iterable[str | Path]) -> Results:
     """Open one result file or several (read-only) and return their frames and views.
+
+    A file that a run is writing is read from the snapshot its writer publishes (``Results.live_files``,
+    ``Results.live_status()``, ``Results.refresh()``); its unfinished episodes' turns are in ``live_turns``.
 
     >>> res = load("runs/demo.duckdb")
     >>> res.env_scores            # polars frame of the env_scores view
@@ -155,18 +231,5 @@ def load(path_or_paths: str | Path | Iterable[str | Path]) -> Results:
         paths = [Path(p) for p in path_or_paths]
     if not paths:
         raise ReportError("no result file given")
-    con = duckdb.connect(":memory:")
-    try:
-        for i, path in enumerate(paths):
-            _attach(con, path, f"src{i}")
-        for table in TABLES:
-            parts = [
-                f"SELECT *{_missing_columns(con, f'src{i}', table)}, {_sql_str(str(path))} AS source_file FROM src{i}.main.{table}"
-                for i, path in enumerate(paths)
-            ]
-            con.execute(f"CREATE VIEW {table} AS " + " UNION ALL BY NAME ".join(parts))
-        create_views(con)
-    except BaseException:
-        con.close()
-        raise
-    return Results(con, paths)
+    con, live = _open(paths)
+    return Results(con, paths, live)

@@ -21,7 +21,7 @@ def find_episode(res: Results, episode_id: str) -> pl.DataFrame:
     """The stored rows of ``episode_id`` (latest first; several when the episode was re-run on resume)."""
     rows = res.sql("SELECT * FROM episodes WHERE episode_id = ? ORDER BY finished_at DESC NULLS LAST", [episode_id])
     if rows.is_empty():
-        ids = [r[0] for r in res.con.execute("SELECT DISTINCT episode_id FROM episodes").fetchall()]
+        ids = res.sql("SELECT DISTINCT episode_id FROM episodes UNION SELECT DISTINCT episode_id FROM live_turns")["episode_id"].to_list()
         close = difflib.get_close_matches(episode_id, ids, n=3, cutoff=0.6)
         hint = f"; did you mean {', '.join(close)}?" if close else "; list them with: agentbench sql FILE \"SELECT episode_id, status FROM episodes\""
         raise ReportError(f"no episode {episode_id!r} in {', '.join(str(p) for p in res.paths)}{hint}")
@@ -29,11 +29,32 @@ def find_episode(res: Results, episode_id: str) -> pl.DataFrame:
 
 
 def render_episode(res: Results, episode_id: str, console: Console) -> None:
-    rows = find_episode(res, episode_id)
+    live = res.sql("SELECT * FROM live_turns WHERE episode_id = ? ORDER BY run_id, seq", [episode_id])
+    rows = find_episode(res, episode_id) if live.is_empty() else res.sql(
+        "SELECT * FROM episodes WHERE episode_id = ? ORDER BY finished_at DESC NULLS LAST", [episode_id])  # fmt: skip
+    if not live.is_empty():
+        _render_unfinished(res, live, console)
     for i, ep in enumerate(rows.iter_rows(named=True)):
-        if i:
+        if i or not live.is_empty():
             console.rule("[dim]an earlier attempt of the same episode (replaced on resume)[/]")
         _render_one(res, ep, console)
+
+
+def _render_unfinished(res: Results, live: pl.DataFrame, console: Console) -> None:
+    """The turns so far of an episode that has not finished (``live_turns``)."""
+    first = live.row(0, named=True)
+    status = res.live_status()
+    running = status is not None and first["run_id"] == status.run_id
+    state = "running: turns so far, shown as they complete" if running else \
+        "unfinished: the run that wrote these turns stopped before the episode ended; a resume re-runs and replaces it"
+    head = Table.grid(padding=(0, 2))
+    head.add_column(style="bold")
+    head.add_column()
+    for key, value in (("episode", first["episode_id"]), ("run", first["run_id"]), ("model", first["model"]), ("env", first["env"]),
+                       ("status", state), ("turns", int(live["turn"].max() or 0))):  # fmt: skip
+        head.add_row(key, escape(str(value)))
+    console.print(Panel(head, title="episode (not finished)", expand=False, border_style="yellow"))
+    _render_turns(live, {}, console)
 
 
 def _render_one(res: Results, ep: dict, console: Console) -> None:  # type: ignore[type-arg]
@@ -66,6 +87,10 @@ def _render_one(res: Results, ep: dict, console: Console) -> None:  # type: igno
     calls_by_turn: dict[int, list[dict]] = {}  # type: ignore[type-arg]
     for c in calls.iter_rows(named=True):
         calls_by_turn.setdefault(c["turn"], []).append(c)
+    _render_turns(turns, calls_by_turn, console)
+
+
+def _render_turns(turns: pl.DataFrame, calls_by_turn: dict[int, list[dict]], console: Console) -> None:  # type: ignore[type-arg]
     shown_calls: set[int] = set()
     for t in turns.iter_rows(named=True):
         role = t["role"]

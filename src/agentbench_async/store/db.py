@@ -12,6 +12,7 @@ import duckdb
 from .. import statuses as st
 from ..errors import StoreError
 from ..records import utcnow
+from .live import create_live_turns, remove_live_dir
 from .schema import create_schema
 
 
@@ -38,6 +39,7 @@ class Store:
         # Checkpoint rarely: automatic checkpoints every ~16 MB of WAL cut ingest 4x (see DESIGN.md).
         self.con.execute("SET checkpoint_threshold = '256MB'")
         create_schema(self.con)
+        create_live_turns(self.con)
 
     def begin_run(self, config: dict[str, Any], fingerprint: str, *, command: str, version: str, new_run: bool) -> str:
         """Register this invocation. Refuse a file that holds other configs unless ``new_run``."""
@@ -90,6 +92,7 @@ class Store:
             self.con.execute("CHECKPOINT")
         finally:
             self.con.close()
+            remove_live_dir(self.path)  # readers now open the file itself
 
 
 _COMPARED_SETTINGS = ("split", "action_mode", "history", "seed", "env_options")

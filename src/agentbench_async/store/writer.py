@@ -1,10 +1,14 @@
 """The single writer of a run's DuckDB file.
 
-Finished episodes are queued; one coroutine drains the queue into batches and writes each batch in one
+Finished episodes are queued, and so are the turns of episodes still running (``live_sink``); one coroutine drains the queue into batches and writes each batch in one
 transaction from Arrow tables (``INSERT ... SELECT``), in a worker thread so the event loop never
 waits on DuckDB. A batch is written at least every ``flush_interval`` seconds. Because an episode's
 turns, calls and ``episodes`` row are in the same transaction, a crash (even ``kill -9``) loses at most
 the episodes not yet flushed and never leaves half an episode.
+
+Turns of running episodes go to ``live_turns`` at each flush (an episode that finished within the same
+interval skips that table); its finish deletes them in the transaction that stores it. After each commit the
+flush is published to ``FILE.live/`` for readers in other processes (``store/live.py``).
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Callable
 from dataclasses import fields
 from typing import Any
 
@@ -22,6 +27,7 @@ import pyarrow.compute as pc
 from ..errors import StoreError
 from ..records import CallRow, EpisodeRecord, TurnRow
 from .db import Store
+from .live import LivePublisher
 
 _EPISODE_COLUMNS = (
     "run_id", "episode_id", "model", "env", "split", "task_id", "repeat", "status", "score", "success",
@@ -31,6 +37,7 @@ _EPISODE_COLUMNS = (
 _RECORD_COLUMNS = tuple(c for c in _EPISODE_COLUMNS if c not in ("run_id", "fingerprint"))  # taken from the record
 _TURN_FIELDS = tuple(f.name for f in fields(TurnRow))
 _CALL_FIELDS = tuple(f.name for f in fields(CallRow))
+LiveSink = Callable[[list[TurnRow]], None]
 
 
 def _timestamps(seconds: list[float]) -> pa.Array:
@@ -43,7 +50,7 @@ class EpisodeWriter:
     """Async facade over the store: ``submit`` records, ``close`` flushes everything."""
 
     def __init__(self, store: Store, run_id: str, fingerprint: str, *, replace: set[str] | None = None,
-                 flush_interval: float = 1.0) -> None:  # fmt: skip
+                 flush_interval: float = 1.0, progress: Callable[[], dict[str, Any]] | None = None) -> None:  # fmt: skip
         self.store = store
         # Episodes already stored for this config with an infrastructure status: their re-run replaces them.
         self.replace = replace or set()
@@ -51,6 +58,12 @@ class EpisodeWriter:
         self.fingerprint = fingerprint
         self.flush_interval = flush_interval
         self._pending: list[EpisodeRecord] = []
+        self._live: list[tuple[str, str, str, list[TurnRow]]] = []  # (episode_id, model, env, rows) of running episodes
+        self._live_stored: set[str] = set()  # this run's episodes with rows in live_turns
+        self._stale_live: set[str] = set()  # episodes with live_turns rows an earlier run of this config left
+        self._progress = progress or dict
+        self._publisher: LivePublisher | None = LivePublisher(store.con, store.path, run_id, fingerprint)
+        self.live_error: str | None = None  # why live publishing stopped (the run goes on without it)
         self._closing = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self.episodes_written = 0
@@ -63,6 +76,15 @@ class EpisodeWriter:
     def submit(self, record: EpisodeRecord) -> None:
         self._pending.append(record)
 
+    def live_sink(self, episode_id: str, model: str, env: str) -> LiveSink:
+        """Where a running episode hands its turns as each one completes (stored at the next flush)."""
+
+        def sink(rows: list[TurnRow]) -> None:
+            if rows:
+                self._live.append((episode_id, model, env, rows))
+
+        return sink
+
     async def close(self) -> None:
         """Write everything submitted so far and stop."""
         self._closing.set()
@@ -70,19 +92,55 @@ class EpisodeWriter:
             await asyncio.shield(self._task)
 
     async def _drain(self) -> None:
+        await asyncio.to_thread(self._start_live, self._progress())
         # Wake up once per interval (or at close) and write everything that accumulated in one batch.
         while True:
             try:
                 await asyncio.wait_for(self._closing.wait(), self.flush_interval)
             except asyncio.TimeoutError:
                 pass
-            if self._pending:
-                batch, self._pending = self._pending, []
-                await asyncio.to_thread(self._write, batch)
+            batch, self._pending = self._pending, []
+            live, self._live = self._live, []
+            await asyncio.to_thread(self._write, batch, live, self._progress())
             if self._closing.is_set() and not self._pending:
                 return
 
-    def _write(self, batch: list[EpisodeRecord]) -> None:
+    def _start_live(self, progress: dict[str, Any]) -> None:
+        rows = self.store.con.execute(
+            "SELECT DISTINCT episode_id FROM live_turns WHERE run_id IN (SELECT run_id FROM runs WHERE fingerprint = ?)", [self.fingerprint]
+        ).fetchall()
+        self._stale_live = {r[0] for r in rows}
+        self._live_call(lambda p: p.start(progress))
+
+    def _live_call(self, action: Callable[[LivePublisher], None]) -> None:
+        """Publish for live readers; a failure there stops publishing, never the run."""
+        if self._publisher is None:
+            return
+        try:
+            action(self._publisher)
+        except (OSError, duckdb.Error, pa.ArrowException) as exc:
+            self._publisher = None
+            self.live_error = f"live reads of {self.store.path} stopped: {exc}"
+
+    def _live_table(self, live: list[tuple[str, str, str, list[TurnRow]]], finished: set[str]) -> pa.Table:
+        cols: dict[str, list[Any]] = {c: [] for c in ("run_id", "episode_id", *_TURN_FIELDS, "model", "env")}
+        for episode_id, model, env, rows in live:
+            if episode_id in finished:
+                continue  # finished within this interval: its turns go to turns directly
+            n = len(rows)
+            cols["episode_id"] += [episode_id] * n
+            cols["model"] += [model] * n
+            cols["env"] += [env] * n
+            for c in _TURN_FIELDS:
+                cols[c] += [getattr(t, c) for t in rows]
+        cols["run_id"] = [self.run_id] * len(cols["episode_id"])
+        cols["created_at"] = _timestamps(cols["created_at"])
+        return pa.table(cols)
+
+    def _write(self, batch: list[EpisodeRecord], live: list[tuple[str, str, str, list[TurnRow]]], progress: dict[str, Any]) -> None:
+        if not batch and not live:
+            self._live_call(lambda p: p.heartbeat(progress))
+            return
         start = time.perf_counter()
         ep_cols: dict[str, list[Any]] = {c: [] for c in _EPISODE_COLUMNS}
         turn_cols: dict[str, list[Any]] = {c: [] for c in ("run_id", "episode_id", *_TURN_FIELDS)}
@@ -107,24 +165,43 @@ class EpisodeWriter:
                 cols[name] = _timestamps(cols[name])
         ep_table, turn_table, call_table = pa.table(ep_cols), pa.table(turn_cols), pa.table(call_cols)
         replaced = [rec.episode_id for rec in batch if rec.episode_id in self.replace]
+        finished = {rec.episode_id for rec in batch}
+        live_table = self._live_table(live, finished)
+        new_live = set(live_table.column("episode_id").to_pylist()) - self._live_stored
+        # live turns to delete: those of episodes that finished now, and those a killed earlier run left for
+        # an episode that runs again
+        done_live = sorted(finished & (self._live_stored | self._stale_live))
+        restarted = sorted(new_live & self._stale_live)
         con = self.store.con
+        same_config = "run_id IN (SELECT run_id FROM runs WHERE fingerprint = $fp)"
         con.execute("BEGIN TRANSACTION")
         try:
             if replaced:
                 # A re-run of an infrastructure failure replaces the earlier attempt: one row per episode.
                 con.register("_ids", pa.table({"episode_id": replaced}))
-                same_config = "run_id IN (SELECT run_id FROM runs WHERE fingerprint = $fp)"
                 for table in ("episodes", "turns", "model_calls"):
                     con.execute(
                         f"DELETE FROM {table} WHERE episode_id IN (SELECT episode_id FROM _ids) AND {same_config}",
                         {"fp": self.fingerprint},
                     )
-            con.register("_ep", ep_table)
-            con.register("_turns", turn_table)
-            con.register("_calls", call_table)
-            con.execute(f"INSERT INTO episodes ({', '.join(_EPISODE_COLUMNS)}) SELECT * FROM _ep")
-            con.execute(f"INSERT INTO turns (run_id, episode_id, {', '.join(_TURN_FIELDS)}) SELECT * FROM _turns")
-            con.execute(f"INSERT INTO model_calls (run_id, episode_id, {', '.join(_CALL_FIELDS)}) SELECT * FROM _calls")
+            if done_live:
+                con.register("_done_live", pa.table({"episode_id": done_live}))
+                con.execute(f"DELETE FROM live_turns WHERE episode_id IN (SELECT episode_id FROM _done_live) AND {same_config}",
+                            {"fp": self.fingerprint})  # fmt: skip
+            if restarted:
+                con.register("_restarted", pa.table({"episode_id": restarted}))
+                con.execute(f"DELETE FROM live_turns WHERE episode_id IN (SELECT episode_id FROM _restarted) AND run_id <> $run "
+                            f"AND {same_config}", {"fp": self.fingerprint, "run": self.run_id})  # fmt: skip
+            if batch:
+                con.register("_ep", ep_table)
+                con.register("_turns", turn_table)
+                con.register("_calls", call_table)
+                con.execute(f"INSERT INTO episodes ({', '.join(_EPISODE_COLUMNS)}) SELECT * FROM _ep")
+                con.execute(f"INSERT INTO turns (run_id, episode_id, {', '.join(_TURN_FIELDS)}) SELECT * FROM _turns")
+                con.execute(f"INSERT INTO model_calls (run_id, episode_id, {', '.join(_CALL_FIELDS)}) SELECT * FROM _calls")
+            if live_table.num_rows:
+                con.register("_live", live_table)
+                con.execute(f"INSERT INTO live_turns ({', '.join(live_table.column_names)}) SELECT * FROM _live")
             con.execute("COMMIT")
         except duckdb.Error as exc:
             con.execute("ROLLBACK")
@@ -132,11 +209,16 @@ class EpisodeWriter:
             raise StoreError(f"{self.store.path}: writing {len(batch)} finished episodes failed ({first}); "
                              "episodes already stored are kept, a re-run resumes") from None  # fmt: skip
         finally:
-            for name in ("_ids", "_ep", "_turns", "_calls"):
+            for name in ("_ids", "_ep", "_turns", "_calls", "_live", "_done_live", "_restarted"):
                 try:
                     con.unregister(name)
                 except duckdb.Error:
                     pass
+        self._live_stored = (self._live_stored | new_live) - finished
+        self._stale_live -= finished | new_live
+        deletions = [("replace", e) for e in replaced] + [("finish", e) for e in done_live] + [("restart", e) for e in restarted]
+        tables = {"episodes": ep_table, "turns": turn_table, "model_calls": call_table, "live_turns": live_table}
+        self._live_call(lambda p: p.publish(tables, deletions, progress))
         self.episodes_written += len(batch)
         self.rows_written += ep_table.num_rows + turn_table.num_rows + call_table.num_rows
         self.write_seconds += time.perf_counter() - start

@@ -1,0 +1,343 @@
+"""Live reads of a run file while ``agentbench run`` writes it.
+
+DuckDB lets one process write a file and no other process open it meanwhile. So the writer publishes what
+it commits next to the file, in ``FILE.live/`` (Parquet files and a JSON manifest), and readers in other
+processes read that instead of the locked file:
+
+- ``base/<table>.parquet``: every table as it was when the run started (one consistent export);
+- ``part-N/<table>.parquet``: the rows of each flush of the writer, written after DuckDB committed them
+  (new episodes with their turns and calls, new ``live_turns``), and ``part-N/deletions.parquet``: the
+  rows that flush deleted, by kind (``replace``: an earlier attempt of a re-run episode; ``finish``: the live
+  turns of an episode that finished; ``restart``: the live turns an earlier, killed run left for an episode
+  that runs again);
+- ``manifest.json``: the published parts and the run's progress, replaced atomically every ~1 s. A part is
+  listed only once all its files are written, so a reader never sees half an episode.
+
+Small parts are merged (8 into 1, up to a level) so a long run keeps few files; merged-away parts are
+deleted a minute later, so a reader that listed them has time to finish. The writer does all of this in
+its own thread, after its DuckDB transaction; readers never touch the DuckDB file or lock anything, so they
+cannot block, slow or corrupt the writer. When the run ends the store removes ``FILE.live/`` after closing
+the file; after a ``kill -9`` it stays behind (the manifest names a dead process) and the next run replaces it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+LIVE_TABLES: tuple[str, ...] = ("runs", "episodes", "turns", "model_calls", "live_turns")
+DELETION_KINDS = ("replace", "finish", "restart")
+_DELETIONS_SCHEMA = pa.schema([("kind", pa.string()), ("episode_id", pa.string()), ("fingerprint", pa.string())])
+_FORMAT = 1
+_FANOUT = 8  # parts merged at once
+_MAX_LEVEL = 3  # a level-3 part holds 8**3 flushes (~8.5 minutes of a run)
+_GRACE_S = 60.0  # merged-away parts stay this long for readers that listed them
+MANIFEST = "manifest.json"
+
+
+# The turns of episodes that have not finished yet, written as they happen (one flush a second). When the
+# episode finishes, its rows here are deleted in the same transaction that writes its episodes/turns rows, so
+# a turn is never in both tables. After a kill -9 the killed run's unfinished episodes stay here until they
+# run again (resume), which replaces them. Same columns as ``turns`` (kept in step by ``create_live_turns``),
+# and the episode's model and env.
+LIVE_TURNS_DDL = """
+CREATE TABLE IF NOT EXISTS live_turns (
+    run_id       VARCHAR NOT NULL,
+    episode_id   VARCHAR NOT NULL,
+    turn         INTEGER NOT NULL,
+    seq          INTEGER NOT NULL,
+    role         VARCHAR NOT NULL,
+    content      VARCHAR,
+    action       VARCHAR,
+    observation  VARCHAR,
+    valid        BOOLEAN,
+    error        VARCHAR,
+    tool_calls   JSON,
+    created_at   TIMESTAMPTZ,
+    reasoning    VARCHAR,
+    model        VARCHAR,
+    env          VARCHAR
+);
+"""
+
+
+def create_live_turns(con: duckdb.DuckDBPyConnection) -> None:
+    """Create ``live_turns`` (idempotent) with every column ``turns`` has (one added to turns is added here)."""
+    con.execute(LIVE_TURNS_DDL)
+    query = ("SELECT column_name, data_type FROM duckdb_columns() WHERE database_name = current_database() "
+             "AND schema_name = current_schema() AND table_name = ?")  # fmt: skip
+    live = {r[0] for r in con.execute(query, ["live_turns"]).fetchall()}
+    for column, sql_type in con.execute(query, ["turns"]).fetchall():
+        if column not in live:
+            con.execute(f'ALTER TABLE live_turns ADD COLUMN "{column}" {sql_type}')
+
+
+def live_dir(path: Path) -> Path:
+    """The folder where the writer of ``path`` publishes what it commits (``runs/x.duckdb.live``)."""
+    return path.with_name(path.name + ".live")
+
+
+@dataclass
+class StreamStatus:
+    """Progress of one model x environment stream of a running evaluation."""
+
+    model: str
+    env: str
+    total: int
+    done: int
+    in_flight: int
+    statuses: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class LiveStatus:
+    """What the writer of a running file last published about its run (refreshed about every second)."""
+
+    run_id: str
+    pid: int
+    updated_at: float  # Unix seconds of the last publish
+    elapsed_s: float = 0.0
+    streams: list[StreamStatus] = field(default_factory=list)
+    calls: int = 0
+    retries: int = 0
+    errors: int = 0
+    http_429: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    calls_per_s: float = 0.0
+    episodes_per_s: float = 0.0
+    eta_s: float | None = None
+
+    @property
+    def age_s(self) -> float:
+        """Seconds since the writer last published (a few seconds at most while it is alive)."""
+        return max(0.0, time.time() - self.updated_at)
+
+    @property
+    def done(self) -> int:
+        return sum(s.done for s in self.streams)
+
+    @property
+    def total(self) -> int:
+        return sum(s.total for s in self.streams)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "age_s": self.age_s, "done": self.done, "total": self.total}
+
+    @classmethod
+    def from_manifest(cls, manifest: dict[str, Any]) -> LiveStatus:
+        progress = dict(manifest.get("progress") or {})
+        streams = [StreamStatus(**s) for s in progress.pop("streams", [])]
+        known = {f for f in cls.__dataclass_fields__ if f not in ("run_id", "pid", "updated_at", "streams")}
+        return cls(run_id=manifest["run_id"], pid=int(manifest["pid"]), updated_at=float(manifest["updated_at"]),
+                   streams=streams, **{k: v for k, v in progress.items() if k in known})  # fmt: skip
+
+
+# -- reader side -----------------------------------------------------------------------------------
+def read_manifest(path: Path) -> dict[str, Any] | None:
+    """The manifest published by a live writer of ``path``, or None (no writer, or a killed one)."""
+    try:
+        manifest: dict[str, Any] = json.loads((live_dir(path) / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if manifest.get("format") != _FORMAT or not _pid_alive(int(manifest.get("pid", 0))):
+        return None
+    return manifest
+
+
+def read_status(path: str | Path) -> LiveStatus | None:
+    """The progress a running ``agentbench run`` last published for ``path``; None when no run writes it.
+
+    Cheap (one small JSON file): the thing to poll for a live page.
+    """
+    manifest = read_manifest(Path(path))
+    return LiveStatus.from_manifest(manifest) if manifest is not None else None
+
+
+def manifest_files(path: Path, manifest: dict[str, Any]) -> dict[str, list[str]]:
+    """Table (and ``deletions``) -> the Parquet files holding its published rows, base first."""
+    root = live_dir(path)
+    files: dict[str, list[str]] = {t: [str(root / "base" / f"{t}.parquet")] for t in LIVE_TABLES}
+    files["deletions"] = []
+    for part in manifest["parts"]:
+        for table in part["tables"]:
+            files[table].append(str(root / part["name"] / f"{table}.parquet"))
+    return files
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+# -- writer side -----------------------------------------------------------------------------------
+@dataclass
+class _Part:
+    name: str
+    level: int
+    tables: list[str]
+
+
+class LivePublisher:
+    """Publishes a run file's committed changes to ``FILE.live/``. Every method runs in the writer's thread."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, path: Path, run_id: str, fingerprint: str) -> None:
+        self.con = con
+        self.path = path
+        self.root = live_dir(path)
+        self.run_id = run_id
+        self.fingerprint = fingerprint
+        self.schemas: dict[str, pa.Schema] = {}
+        self._parts: list[_Part] = []
+        self._next = 0
+        self._retired: list[tuple[float, Path]] = []
+        self._started = time.time()
+        self.bytes_written = 0
+
+    def start(self, progress: dict[str, Any] | None = None) -> None:
+        """Replace a stale folder (a killed run's), export every table as the base, publish."""
+        shutil.rmtree(self.root, ignore_errors=True)
+        tmp = self.root.with_name(self.root.name + ".tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        (tmp / "base").mkdir(parents=True)
+        for table in LIVE_TABLES:
+            target = tmp / "base" / f"{table}.parquet"
+            self.con.execute(f"COPY (SELECT * FROM {table}) TO '{_quote(target)}' (FORMAT parquet, COMPRESSION zstd)")
+            self.schemas[table] = self.con.sql(f"SELECT * FROM {table} LIMIT 0").to_arrow_table().schema
+        tmp.rename(self.root)
+        self._write_manifest(progress)
+
+    def conform(self, table: str, data: pa.Table) -> pa.Table:
+        """``data`` with exactly ``table``'s stored columns and types (absent columns as NULL)."""
+        schema = self.schemas[table]
+        columns = [data.column(f.name).cast(f.type) if f.name in data.column_names else pa.nulls(data.num_rows, f.type) for f in schema]
+        return pa.Table.from_arrays(columns, schema=schema)
+
+    def publish(self, tables: dict[str, pa.Table], deletions: Iterable[tuple[str, str]], progress: dict[str, Any] | None) -> None:
+        """Publish one committed flush: its new rows per table and its deletions ((kind, episode_id) pairs)."""
+        dels = list(deletions)
+        rows = {t: self.conform(t, d) for t, d in tables.items() if d.num_rows}
+        if rows or dels:
+            if dels:
+                kinds, ids = zip(*dels)
+                rows["deletions"] = pa.Table.from_arrays(
+                    [pa.array(kinds, pa.string()), pa.array(ids, pa.string()), pa.array([self.fingerprint] * len(ids), pa.string())],
+                    schema=_DELETIONS_SCHEMA,
+                )  # fmt: skip
+            self._parts.append(self._write_part(rows, level=0))
+            self._merge()
+        self._write_manifest(progress)
+        self._collect()
+
+    def heartbeat(self, progress: dict[str, Any] | None) -> None:
+        self._write_manifest(progress)
+        self._collect()
+
+    def _write_part(self, rows: dict[str, pa.Table], level: int) -> _Part:
+        name = f"part-{self._next:06d}"
+        self._next += 1
+        folder = self.root / name
+        folder.mkdir()
+        for table, data in rows.items():
+            pq.write_table(data, folder / f"{table}.parquet", compression="zstd")
+            self.bytes_written += (folder / f"{table}.parquet").stat().st_size
+        return _Part(name=name, level=level, tables=sorted(rows))
+
+    def _merge(self) -> None:
+        """Merge the trailing parts of one level, 8 at a time, up to ``_MAX_LEVEL``."""
+        while True:
+            level = self._parts[-1].level
+            tail = [p for p in self._parts[-_FANOUT:] if p.level == level]
+            if level >= _MAX_LEVEL or len(tail) < _FANOUT:
+                return
+            merged: dict[str, pa.Table] = {}
+            for table in (*LIVE_TABLES, "deletions"):
+                pieces = [pq.read_table(self.root / p.name / f"{table}.parquet") for p in tail if table in p.tables]
+                if pieces:
+                    merged[table] = pa.concat_tables(pieces)
+            if "live_turns" in merged and "deletions" in merged:
+                # the live turns of episodes that finished within these parts are hidden anyway: drop them
+                dels = merged["deletions"]
+                finished = pc.filter(dels["episode_id"], pc.equal(dels["kind"], "finish"))
+                live = merged["live_turns"]
+                merged["live_turns"] = live.filter(pc.invert(pc.is_in(live["episode_id"], value_set=finished)))
+            part = self._write_part({t: d for t, d in merged.items() if d.num_rows or t == "deletions"}, level=level + 1)
+            self._parts[-_FANOUT:] = [part]
+            self._retired += [(time.monotonic() + _GRACE_S, self.root / p.name) for p in tail]
+
+    def _collect(self) -> None:
+        now = time.monotonic()
+        keep = []
+        for due, folder in self._retired:
+            if due <= now:
+                shutil.rmtree(folder, ignore_errors=True)
+            else:
+                keep.append((due, folder))
+        self._retired = keep
+
+    def _write_manifest(self, progress: dict[str, Any] | None) -> None:
+        manifest = {
+            "format": _FORMAT, "pid": os.getpid(), "run_id": self.run_id, "fingerprint": self.fingerprint,
+            "started_at": self._started, "updated_at": time.time(), "progress": progress or {},
+            "parts": [{"name": p.name, "level": p.level, "tables": p.tables} for p in self._parts],
+        }  # fmt: skip
+        tmp = self.root / (MANIFEST + ".tmp")
+        tmp.write_text(json.dumps(manifest), encoding="utf-8")
+        os.replace(tmp, self.root / MANIFEST)
+
+
+def remove_live_dir(path: Path) -> None:
+    """Remove what a writer of ``path`` published (called once the file itself is closed and readable)."""
+    shutil.rmtree(live_dir(path), ignore_errors=True)
+    shutil.rmtree(live_dir(path).with_name(live_dir(path).name + ".tmp"), ignore_errors=True)
+
+
+def _quote(path: Path) -> str:
+    return str(path).replace("'", "''")
+
+
+def create_live_views(con: duckdb.DuckDBPyConnection, schema: str, path: Path, manifest: dict[str, Any]) -> None:
+    """Views named like the stored tables in ``schema`` of ``con``, over what the writer of ``path`` has
+    published: the base minus what later flushes deleted, plus every published flush."""
+    files = manifest_files(path, manifest)
+
+    def scan(paths: list[str]) -> str:
+        return "read_parquet([" + ", ".join("'" + p.replace("'", "''") + "'" for p in paths) + "], union_by_name = true)"
+
+    con.execute(f"CREATE SCHEMA {schema}")
+    con.execute(f"CREATE VIEW {schema}.runs AS SELECT * FROM {scan(files['runs'])}")
+    deletions = scan(files["deletions"]) if files["deletions"] else "(SELECT NULL::VARCHAR AS kind, NULL::VARCHAR AS episode_id, NULL::VARCHAR AS fingerprint WHERE false)"
+    # (kind, episode_id, run_id): the rows a deletion hides (deletions name the config, rows their run)
+    con.execute(f"CREATE VIEW {schema}._gone AS SELECT d.kind, d.episode_id, r.run_id FROM {deletions} AS d "
+                f"JOIN {schema}.runs AS r ON r.fingerprint = d.fingerprint")  # fmt: skip
+    for table in ("episodes", "turns", "model_calls"):
+        base, parts = files[table][0], files[table][1:]
+        query = (f"SELECT * FROM {scan([base])} AS b WHERE NOT EXISTS (SELECT 1 FROM {schema}._gone AS g "
+                 f"WHERE g.kind = 'replace' AND g.episode_id = b.episode_id AND g.run_id = b.run_id)")  # fmt: skip
+        if parts:
+            query += f" UNION ALL BY NAME SELECT * FROM {scan(parts)}"
+        con.execute(f"CREATE VIEW {schema}.{table} AS {query}")
+    run = "'" + str(manifest["run_id"]).replace("'", "''") + "'"
+    con.execute(
+        f"CREATE VIEW {schema}.live_turns AS SELECT * FROM {scan(files['live_turns'])} AS l WHERE NOT EXISTS ("
+        f"SELECT 1 FROM {schema}._gone AS g WHERE g.episode_id = l.episode_id AND g.run_id = l.run_id "
+        f"AND (g.kind = 'finish' OR (g.kind = 'restart' AND l.run_id <> {run})))"
+    )
