@@ -56,7 +56,7 @@ class Results:
     def sql(self, query: str, params: Sequence[Any] | None = None) -> pl.DataFrame:
         """Run a query against the opened files and their views; returns a polars frame."""
         try:
-            return self.con.sql(query, params=list(params) if params else None).pl()
+            return self._run(query, params)
         except duckdb.IOException:
             if not self.live_files:
                 raise StoreError("query failed: a result file could not be read") from None
@@ -65,9 +65,13 @@ class Results:
         except duckdb.Error as exc:
             raise StoreError(f"query failed: {str(exc).splitlines()[0]}") from None
         try:
-            return self.con.sql(query, params=list(params) if params else None).pl()
+            return self._run(query, params)
         except duckdb.Error as exc:
             raise StoreError(f"query failed: {str(exc).splitlines()[0]}") from None
+
+    def _run(self, query: str, params: Sequence[Any] | None) -> pl.DataFrame:
+        relation = self.con.sql(query, params=list(params) if params else None)
+        return relation.pl() if relation is not None else pl.DataFrame()  # None: a statement without rows
 
     def refresh(self) -> Results:
         """Re-open the files: a live file shows what its writer committed since (cached frames are dropped)."""
@@ -194,9 +198,24 @@ def _missing_columns(present: set[str], table: str) -> str:
 
 def _open(paths: list[Path]) -> tuple[duckdb.DuckDBPyConnection, list[Path]]:
     """The in-memory database with the union views over ``paths``, and which of them are live."""
+    for _ in range(20):
+        try:
+            return _open_once(paths)
+        except _SnapshotGone:
+            time.sleep(0.05)  # a live writer merged away or (at its end) removed the files just listed
+    raise StoreError(f"{', '.join(map(str, paths))}: the live snapshot kept changing while it was opened; try again")
+
+
+class _SnapshotGone(Exception):
+    pass
+
+
+def _open_once(paths: list[Path]) -> tuple[duckdb.DuckDBPyConnection, list[Path]]:
     con = duckdb.connect(":memory:")
+    sources: list[tuple[str, str, bool]] = []
     try:
-        sources = [_attach(con, path, i) for i, path in enumerate(paths)]
+        for i, path in enumerate(paths):
+            sources.append(_attach(con, path, i))
         con.execute("CREATE SCHEMA _declared")
         con.execute("USE memory._declared")
         con.execute(LIVE_TURNS_DDL)  # the empty live_turns of files written before it existed
@@ -209,6 +228,11 @@ def _open(paths: list[Path]) -> tuple[duckdb.DuckDBPyConnection, list[Path]]:
                 parts.append(f"SELECT *{_missing_columns(present, table) if present else ''}, {_sql_str(str(path))} AS source_file FROM {relation}")
             con.execute(f"CREATE VIEW {table} AS " + " UNION ALL BY NAME ".join(parts))
         create_views(con)
+    except duckdb.IOException as exc:
+        con.close()
+        if any(live for _, _, live in sources):
+            raise _SnapshotGone from None
+        raise StoreError(f"cannot read {', '.join(map(str, paths))} ({str(exc).splitlines()[0]})") from None
     except BaseException:
         con.close()
         raise
