@@ -1,0 +1,102 @@
+"""alfworld environment cost: oracle episodes/s, memory per live game, memory after the games end.
+
+    PYTHONPATH=src python bench/env_alfworld.py [--workers 2] [--concurrency 1 8 32] [--live 32] [--rounds 3]
+                                                [--data-dir DIR --alfworld-data DIR]
+
+Throughput runs the oracle through the real episode loop (text mode) over the built-in dev+test games (or
+the official games with --data-dir and --alfworld-data). Memory (measured first, on fresh workers) is the game workers' resident memory
+(/proc/<pid>/statm, what the kernel has to hold; games live in the workers, not in this process): with no
+game open, with --live games begun at once, and after they ended — repeated --rounds times to show that
+ended games give their memory back (upstream's ALFWorld workers grew with every game played). Prints
+numbers, asserts nothing; the machine's load average is printed with them (the cores may be shared).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+from agentbench_async.envs import make_env  # noqa: E402
+from agentbench_async.envs.base import EpisodeContext  # noqa: E402
+from agentbench_async.testing import play  # noqa: E402
+
+
+def _load() -> str:
+    return "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+async def _throughput(env, tasks, concurrency: int) -> None:  # type: ignore[no-untyped-def]
+    limit = asyncio.Semaphore(concurrency)
+    solved = steps = 0
+
+    async def one(task) -> None:  # type: ignore[no-untyped-def]
+        nonlocal solved, steps
+        async with limit:
+            record = await play(env, task, "oracle")
+            solved += record.success
+            steps += record.n_turns
+
+    t0 = time.perf_counter()
+    await asyncio.gather(*(one(t) for t in tasks))
+    dt = time.perf_counter() - t0
+    print(f"concurrency {concurrency:4d}: {len(tasks) / dt:6.2f} oracle episodes/s, {steps / dt:6.1f} steps/s, "
+          f"{solved}/{len(tasks)} won, {dt:.1f} s ({_load()})")  # fmt: skip
+
+
+async def _rss(env) -> tuple[float, int, int]:  # type: ignore[no-untyped-def]
+    stats = await env.pool.stats()
+    return sum(s["rss_bytes"] for s in stats) / 2**20, sum(s["live"] for s in stats), max(s["libraries"] for s in stats)
+
+
+async def _memory(env, tasks, live: int, rounds: int) -> None:  # type: ignore[no-untyped-def]
+    idle, _, _ = await _rss(env)
+    print(f"workers: {len(env.pool.worker_pids)}, resident {idle:.1f} MiB with no game open yet")
+    for r in range(1, rounds + 1):
+        sessions = []
+        for i in range(live):
+            session = await env.open_session(tasks[i % len(tasks)], EpisodeContext(episode_id=f"m{r}-{i}"))
+            await session.begin()
+            sessions.append(session)
+        busy, n, libraries = await _rss(env)
+        for session in sessions:
+            await session.close()
+        after, _, _ = await _rss(env)
+        print(f"round {r}: {n} live games {busy:.1f} MiB = {(busy - idle) / n:.2f} MiB per live game; "
+              f"after they ended {after:.1f} MiB ({after - idle:+.1f}); planner libraries held: {libraries}")  # fmt: skip
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32])
+    parser.add_argument("--live", type=int, default=32)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--data-dir", type=Path)
+    parser.add_argument("--alfworld-data", type=Path)
+    args = parser.parse_args()
+    options = {"workers": str(args.workers)}
+    if args.alfworld_data:
+        options["alfworld_data"] = str(args.alfworld_data)
+    env = make_env("alfworld", data_dir=args.data_dir, options=options)
+    t0 = time.perf_counter()
+    await env.start()
+    tasks = [*env.tasks("dev"), *env.tasks("test")]
+    print(f"{len(tasks)} games; {args.workers} workers started in {time.perf_counter() - t0:.1f} s ({_load()})")
+    try:
+        await _memory(env, tasks, args.live, args.rounds)
+        for c in args.concurrency:
+            await _throughput(env, tasks, c)
+        after, _, libraries = await _rss(env)
+        print(f"after all runs: resident {after:.1f} MiB with no game open; planner libraries held: {libraries}")
+    finally:
+        await env.close()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
