@@ -1,0 +1,188 @@
+"""Reading a file while ``agentbench run`` writes it (another process), turn by turn, and after a kill -9.
+
+The run is a real ``agentbench run`` process driving the loopback mock (``serve-mock``) from the command
+line (``--task-header``, no YAML); the tests read the file with ``load()`` as report/sql/show/view do.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from agentbench_async.analytics import load
+from agentbench_async.store.live import live_dir, read_status
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def mock_url(request: pytest.FixtureRequest) -> Iterator[str]:
+    latency = str(getattr(request, "param", 100))
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "agentbench_async.cli", "serve-mock", "--port", str(port), "--latency-ms", latency],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    try:
+        for _ in range(200):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def _run(out: Path, url: str, *, tasks: int, turns: int, concurrency: int) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "agentbench_async.cli", "run", "--model", "mock-oracle", "--base-url", url, "--task-header",
+         "--env", "echo", "--split", "dev", "--env-option", f"echo.tasks={tasks}", "--env-option", f"echo.turns={turns}",
+         "--max-concurrency", str(concurrency), "--max-in-flight", str(concurrency), "--timeout", "60", "--no-progress",
+         "--out", str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "agentbench_async.cli", *args], capture_output=True, text=True,
+                          env={**os.environ, "COLUMNS": "120"}, timeout=60)  # fmt: skip
+
+
+def _wait_for_file(out: Path, proc: subprocess.Popen[str]) -> None:
+    for _ in range(300):
+        if live_dir(out).joinpath("manifest.json").exists():
+            return
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.05)
+    raise AssertionError("the run published no live snapshot")
+
+
+def _half_written(res) -> int:  # type: ignore[no-untyped-def]
+    """Episodes whose stored turns or calls do not match their row (a half-written episode)."""
+    return res.sql("""
+        SELECT count(*) AS n FROM episodes AS e
+        WHERE e.n_turns <> (SELECT count(*) FROM turns AS t WHERE t.run_id = e.run_id AND t.episode_id = e.episode_id AND t.role = 'assistant')
+           OR e.n_turns > (SELECT count(*) FROM model_calls AS c WHERE c.run_id = e.run_id AND c.episode_id = e.episode_id)
+           OR EXISTS (SELECT 1 FROM live_turns AS l WHERE l.run_id = e.run_id AND l.episode_id = e.episode_id)
+    """).item()
+
+
+def test_queries_every_100ms_during_a_run_at_concurrency_500(tmp_path: Path, mock_url: str) -> None:
+    out = tmp_path / "run.duckdb"
+    proc = _run(out, mock_url, tasks=3000, turns=3, concurrency=500)
+    _wait_for_file(out, proc)
+    seen: set[str] = set()
+    counts: list[int] = []
+    live_answers = 0
+    while proc.poll() is None:
+        with load(out) as res:
+            ids = set(res.sql("SELECT episode_id FROM episodes")["episode_id"].to_list())
+            assert _half_written(res) == 0
+            if res.live_files:
+                live_answers += 1
+                status = res.live_status()
+                assert status is not None and status.total == 3000 and status.age_s < 5
+        assert len(ids) >= (counts[-1] if counts else 0), "a later answer lost episodes"
+        counts.append(len(ids))
+        seen |= ids
+        time.sleep(0.1)
+    assert proc.returncode == 0, proc.stderr.read() if proc.stderr else ""
+    assert not live_dir(out).exists()  # the run's end removes the snapshot: the file itself is read again
+    with load(out) as res:
+        final = set(res.sql("SELECT episode_id FROM episodes")["episode_id"].to_list())
+        assert res.live_files == [] and res.sql("SELECT count(*) FROM live_turns").item() == 0
+    assert len(final) == 3000 and seen <= final
+    # the reads happened while the run was writing, and saw it progress
+    assert live_answers >= 5 and any(0 < n < 3000 for n in counts), counts
+
+
+@pytest.mark.parametrize("mock_url", [300], indirect=True)  # a slow model: 300 ms a reply
+def test_a_long_episode_is_visible_turn_by_turn(tmp_path: Path, mock_url: str) -> None:
+    out = tmp_path / "run.duckdb"
+    proc = _run(out, mock_url, tasks=2, turns=25, concurrency=2)
+    _wait_for_file(out, proc)
+    progress: list[int] = []
+    shown = ""
+    while proc.poll() is None:
+        with load(out) as res:
+            if res.live_files and res.sql("SELECT count(*) FROM episodes").item() == 0:
+                progress.append(res.sql("SELECT coalesce(max(turn), 0) FROM live_turns").item())
+                if not shown and progress[-1] >= 3:
+                    episode = res.sql("SELECT min(episode_id) FROM live_turns").item()
+                    shown = _cli("show", str(out), episode).stdout
+        time.sleep(0.1)
+    assert proc.returncode == 0
+    # `agentbench show` of a running episode: its turns so far, marked as not finished
+    assert "episode (not finished)" in shown and "running: turns so far" in shown and "turn 3" in shown, shown
+    # 25 turns of ~300 ms: the reader saw the unfinished episodes grow a few turns at a time (one flush a second)
+    steps = sorted(set(progress))
+    assert progress == sorted(progress) and len(steps) >= 5 and 0 < steps[-1] < 26, progress
+    assert max(b - a for a, b in zip(steps, steps[1:])) <= 6, progress
+    with load(out) as res:
+        assert res.sql("SELECT count(*) FROM episodes WHERE n_turns = 25 AND status = 'completed'").item() == 2
+        assert res.sql("SELECT count(*) FROM live_turns").item() == 0
+
+
+def test_kill_9_in_the_middle_leaves_a_file_that_resumes(tmp_path: Path, mock_url: str) -> None:
+    out = tmp_path / "run.duckdb"
+    proc = _run(out, mock_url, tasks=400, turns=8, concurrency=100)
+    _wait_for_file(out, proc)
+    for _ in range(200):
+        status = read_status(out)
+        if status is not None and status.done >= 50:
+            break
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    # the killed run's file opens directly: committed episodes whole, unfinished ones' turns marked as such
+    with load(out) as res:
+        assert res.live_files == [] and res.live_status() is None
+        done = res.sql("SELECT count(*) FROM episodes").item()
+        unfinished = res.sql("SELECT count(DISTINCT episode_id) FROM live_turns").item()
+        assert _half_written(res) == 0 and 50 <= done < 400 and unfinished > 0
+    resumed = _run(out, mock_url, tasks=400, turns=8, concurrency=100)
+    _, err = resumed.communicate(timeout=120)
+    assert resumed.returncode == 0, err
+    assert f"{done} already done" in " ".join(err.split())
+    with load(out) as res:
+        assert res.sql("SELECT count(*), count(DISTINCT episode_id) FROM episodes").row(0) == (400, 400)
+        assert res.sql("SELECT count(*) FROM episodes WHERE status = 'completed' AND success").item() == 400
+        assert res.sql("SELECT count(*) FROM live_turns").item() == 0  # replaced by the re-run episodes
+        assert _half_written(res) == 0
+        # one set of turns per episode: 8 answers each
+        assert res.sql("SELECT count(*) FROM turns WHERE role = 'assistant'").item() == 400 * 8
+
+
+def test_a_resume_replacing_failed_episodes_is_read_one_row_per_episode(tmp_path: Path, mock_url: str) -> None:
+    out = tmp_path / "run.duckdb"
+    dead = f"http://127.0.0.1:{_free_port()}/v1"  # nothing listens: every episode ends model_error
+    first = _cli("run", "--model", "mock-oracle", "--base-url", dead, "--task-header", "--max-retries", "0", "--env", "echo",
+                 "--split", "dev", "--env-option", "echo.tasks=300", "--env-option", "echo.turns=3", "--no-progress", "--out", str(out))  # fmt: skip
+    assert "model_error 300" in first.stderr, first.stderr
+    proc = _run(out, mock_url, tasks=300, turns=3, concurrency=50)
+    _wait_for_file(out, proc)
+    completed: list[int] = []
+    while proc.poll() is None:
+        with load(out) as res:
+            # each re-run episode replaces its failed attempt in the same flush: never two rows, never none
+            assert res.sql("SELECT count(*), count(DISTINCT episode_id) FROM episodes").row(0) == (300, 300)
+            assert _half_written(res) == 0
+            completed.append(res.sql("SELECT count(*) FROM episodes WHERE status = 'completed'").item())
+        time.sleep(0.1)
+    assert proc.returncode == 0
+    assert any(0 < n < 300 for n in completed), completed
+    with load(out) as res:
+        assert res.sql("SELECT count(*) FROM episodes WHERE status = 'completed'").item() == 300
