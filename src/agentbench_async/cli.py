@@ -44,9 +44,6 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--temperature", type=float, help="sampling temperature (default 0)")
     run.add_argument("--max-tokens", type=int, help="max tokens per reply (default 512)")
     run.add_argument("--context-window", type=int, help="the model's context window in tokens (pre-check)")
-    run.add_argument("--task-header", action="store_true",
-                     help="send the X-AgentBench-Task header with each request (for the built-in mock: serve-mock then plays "
-                     "the policy of the model name, mock-oracle or mock-weak, on each task)")
     run.add_argument("--data-dir", type=Path, help="AgentBench's data/ folder: run the official tasks")
     run.add_argument("--action-mode", choices=["text", "tools"], help="text protocol (default) or native tool calling")
     run.add_argument("--history", choices=["full", "agentbench"],
@@ -98,6 +95,12 @@ def _parser() -> argparse.ArgumentParser:
     cmp_.add_argument("--allow-different-settings", action="store_true",
                       help="pair runs even when their result-deciding settings (history, data, split, judge, ...) differ")
 
+    view = sub.add_parser("view", help="browse result files in a local web app (scores, failures, transcripts, live, compare, SQL)")
+    view.add_argument("paths", type=Path, nargs="+", metavar="PATH.duckdb")
+    view.add_argument("--host", default="127.0.0.1", help="address to listen on (default loopback; anything else shows "
+                      "the results to your network)")
+    view.add_argument("--port", type=int, default=8760, help="port (default 8760; 0 picks a free one)")
+
     sub.add_parser("envs", help="environments, splits, task counts, what each needs installed")
 
     mock = sub.add_parser("serve-mock", help="serve the built-in mock model (OpenAI-compatible) on loopback")
@@ -141,7 +144,6 @@ def _run_settings(args: argparse.Namespace) -> dict[str, Any]:
         "provider": args.provider, "base_url": args.base_url, "api_key_env": args.api_key_env, "rpm": args.rpm,
         "tpm": args.tpm, "max_retries": args.max_retries, "max_in_flight": args.max_in_flight, "timeout": args.timeout,
         "temperature": args.temperature, "max_tokens": args.max_tokens, "context_window": args.context_window,
-        "task_header": True if args.task_header else None,
     }  # fmt: skip
     model_flags = {k: v for k, v in model_flags.items() if v is not None}
     if args.model:
@@ -157,8 +159,7 @@ def _run_settings(args: argparse.Namespace) -> dict[str, Any]:
     if args.judge_model:
         # the judge speaks to the same server as the evaluated model unless --judge-* says otherwise
         judge = {"name": args.judge_model}
-        for src, dst in (("judge_provider", "provider"), ("judge_base_url", "base_url"), ("judge_api_key_env", "api_key_env"),
-                         ("task_header", "task_header")):
+        for src, dst in (("judge_provider", "provider"), ("judge_base_url", "base_url"), ("judge_api_key_env", "api_key_env")):
             value = getattr(args, src) or model_flags.get(dst)
             if value:
                 judge[dst] = value
@@ -273,7 +274,7 @@ def _print_result(rows: list[tuple[Any, ...]], columns: list[str], fmt: str, tit
     elif fmt == "csv":
         import csv
 
-        writer = csv.writer(sys.stdout, lineterminator="\n")  # \n, not csv's \r\n: the output goes to tail, cut, read
+        writer = csv.writer(sys.stdout)
         writer.writerow(columns)
         writer.writerows(rows)
     else:
@@ -286,12 +287,19 @@ def _print_result(rows: list[tuple[Any, ...]], columns: list[str], fmt: str, tit
 
 
 def _cmd_sql(args: argparse.Namespace) -> int:
-    from .analytics.loading import load
+    import duckdb
 
-    with load(args.path) as res:  # read-only; a file a run is writing is read from its live snapshot
-        frame = res.sql(args.query)
-    if frame.width:
-        _print_result(frame.rows(), frame.columns, args.format)
+    from .errors import StoreError
+    from .store import connect
+
+    con = connect(args.path, read_only=True)
+    try:
+        result = con.execute(args.query)
+    except duckdb.Error as exc:
+        raise StoreError(f"SQL error: {str(exc).splitlines()[0]}") from None
+    if result.description is None:
+        return 0
+    _print_result(result.fetchall(), [d[0] for d in result.description], args.format)
     return 0
 
 
@@ -310,6 +318,19 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 
     return commands.compare(args.a, args.b or args.a, model_a=args.model_a, model_b=args.model_b, console=_console,
                             allow_different_settings=args.allow_different_settings)
+
+
+def _cmd_view(args: argparse.Namespace) -> int:
+    from .view import serve
+    from .view.app import is_loopback
+
+    if not is_loopback(args.host):
+        _err.print(f"warning: listening on {args.host}: anyone who can reach it can read these results", markup=False)
+    try:
+        eventloop.run(serve(args.paths, args.host, args.port, ready=lambda u: _err.print(f"agentbench view: {u} (Ctrl-C stops)")))
+    except KeyboardInterrupt:
+        pass
+    return 0
 
 
 def _cmd_envs(args: argparse.Namespace) -> int:
@@ -383,7 +404,7 @@ def _cmd_data(args: argparse.Namespace) -> int:
 
 _COMMANDS = {
     "run": _cmd_run, "demo": _cmd_demo, "report": _cmd_report, "sql": _cmd_sql, "show": _cmd_show,
-    "compare": _cmd_compare, "envs": _cmd_envs, "serve-mock": _cmd_serve_mock, "data": _cmd_data,
+    "compare": _cmd_compare, "view": _cmd_view, "envs": _cmd_envs, "serve-mock": _cmd_serve_mock, "data": _cmd_data,
 }  # fmt: skip
 
 

@@ -1,0 +1,383 @@
+"""The viewer's pages as HTML, from what ``queries`` read (the charts are the HTML report's SVG ones)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..analytics.compare import Comparison, EnvComparison
+from ..analytics.failures import FAILURE_CLASSES, INFRA_CLASSES, PAPER_COLUMNS, PAPER_TITLES, class_shares
+from ..analytics.html_report import CLASS_COLORS
+from ..analytics.svg import interval_bars, stacked_bars
+from . import queries as q
+from .html import Markup, element, esc, fmt, join, link, note, percent, table, url
+
+FLIPS_SHOWN = 200
+
+
+def _file_no(files: Sequence[str], path: str) -> str:
+    return str(files.index(path) + 1) if path in files else ""
+
+
+def swatch(cls: str) -> Markup:
+    color = CLASS_COLORS.get(cls, "#999")
+    return Markup(f'<svg class="swatch" width="10" height="10" aria-hidden="true"><rect width="10" height="10" fill="{color}"/></svg>')
+
+
+def badge(cls: str) -> Markup:
+    return element("span", join([swatch(cls), " ", cls]), cls="badge", data_class=cls)
+
+
+def _episode_href(run_id: str, episode_id: str, file_no: str = "") -> str:
+    return url("/episode", {"id": episode_id, "run": run_id, "file": file_no})
+
+
+# -- overview -------------------------------------------------------------------------------------
+def overview(data: q.Overview, files: Sequence[str]) -> Markup:
+    live = set(data.live_files)
+    file_rows = [[f"#{i + 1}", f, "being written by a run: see Live" if f in live else "finished or stopped"] for i, f in enumerate(files)]
+    parts = [element("h2", "Files"), table(["#", "file", "state"], file_rows, left=3, test_id="files")]
+    runs = [[r["run_id"], r["created_at"], r["finished_at"] or ("running or stopped" if r["source_file"] in live else "–"),
+             r["command"], r["models"] or "", r["envs"] or "", r["episodes"], f"#{_file_no(files, r['source_file'])}"]
+            for r in data.runs.iter_rows(named=True)]
+    parts += [element("h2", "Runs"), table(["run", "created", "finished", "command", "models", "envs", "episodes", "file"], runs,
+                                          left=6, test_id="runs")]
+    parts.append(element("h2", "Scores"))
+    if data.scores.is_empty():
+        parts.append(note("No finished episodes yet."))
+        return join(parts)
+    rows = []
+    for r in data.scores.iter_rows(named=True):
+        ci = "–" if r["ci_low"] is None else f"{percent(r['ci_low'])}–{percent(r['ci_high'])} ({r['ci_method']})"
+        infra = r["env_errors"] + r["model_errors"] + r["cancelled"]
+        cell = link(url("/episodes", {"model": r["model"], "env": r["env"]}), f"{r['model']} · {r['env']}")
+        rows.append([cell, r["metric"], percent(r["score"]), ci, r["n"], infra])
+    parts.append(note("Mean episode score (%) over the model's own outcomes; env_error, model_error and cancelled episodes "
+                      "are not in n (infrastructure failures, re-run on resume). 95% interval: Wilson for 0/1 scores, "
+                      "percentile bootstrap (2,000 resamples, fixed seed) otherwise."))
+    parts.append(table(["model · env", "metric", "score %", "95% CI", "n", "infra excluded"], rows, left=2, test_id="scores"))
+    parts.append(Markup(interval_bars(
+        [(f"{r['model']} · {r['env']}", 100 * (r["score"] or 0.0), None if r["ci_low"] is None else 100 * r["ci_low"],
+          None if r["ci_high"] is None else 100 * r["ci_high"]) for r in data.scores.iter_rows(named=True) if r["n"]],
+        "Score per model × environment with 95% interval")))
+    if not data.overall.is_empty():
+        parts.append(element("h2", "Overall AgentBench score (OA)"))
+        parts.append(table(["model", "OA", "which"], [[r["model"], f"{r['oa']:.2f}", r["label"]] for r in data.overall.iter_rows(named=True)],
+                           test_id="overall"))
+        parts.append(note("OA = mean over the environments of score (%) / weight⁻¹ with the paper's weights⁻¹ OS 10.8, DB 13.0, "
+                          "KG 13.9, DCG 12.0, LTP 3.5, HH 13.0, WS 30.7, WB 11.6; a partial OA (not all eight environments) "
+                          "is not comparable with the paper's."))
+    return join(parts)
+
+
+# -- failures -------------------------------------------------------------------------------------
+def _heat(share: float) -> str:
+    return f"h{min(5, int(share * 5 + 0.999))}" if share > 0 else "h0"
+
+
+def failures(data: q.FailureMatrix) -> Markup:
+    if data.counts.is_empty():
+        return note("No finished episodes yet.")
+    headers = ["model", "env", *FAILURE_CLASSES, "total"]
+    rows = []
+    for r in data.counts.iter_rows(named=True):
+        cells: list[Any] = [r["model"], r["env"]]
+        for cls in FAILURE_CLASSES:
+            n = r[cls]
+            share = n / r["total"] if r["total"] else 0.0
+            if n:
+                href = url("/episodes", {"model": r["model"], "env": r["env"], "status": cls})
+                cells.append(Markup(f'<a class="cell {_heat(share)}" data-class="{cls}" href="{esc(href)}">{n}'
+                                    f' <small>{percent(share, 0)}%</small></a>'))
+            else:
+                cells.append(Markup('<span class="zero">0</span>'))
+        cells.append(link(url("/episodes", {"model": r["model"], "env": r["env"]}), r["total"]))
+        rows.append(cells)
+    head = Markup("".join(f"<th class=\"l\">{esc(h)}</th>" if i < 2 else
+                          f"<th class=\"r\">{swatch(h) if h in CLASS_COLORS else ''} {esc(h.replace('_', ' '))}</th>"
+                          for i, h in enumerate(headers)))
+    body = "".join("<tr>" + "".join(f'<td class="{"l" if i < 2 else "r"}">{esc(c) if not isinstance(c, Markup) else c}</td>'
+                                    for i, c in enumerate(row)) + "</tr>" for row in rows)
+    matrix = Markup(f'<table class="matrix" data-table="failure-matrix"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>')
+    shares = class_shares(data.counts)
+    chart = stacked_bars([(f"{r['model']} · {r['env']}", {c: r[c] for c in FAILURE_CLASSES}) for r in shares.iter_rows(named=True)],
+                         FAILURE_CLASSES, CLASS_COLORS, "Failure classes per model × environment (share of episodes)")
+    paper_rows = [[r["model"], r["env"], *[percent(r[c]) for c in PAPER_COLUMNS], r["episodes"]] for r in data.paper.iter_rows(named=True)]
+    return join([
+        note(f"Every finished episode is in exactly one class; {', '.join(INFRA_CLASSES)} are not the model's fault. "
+             "Click a cell for its episodes, an episode for its transcript."),
+        matrix, Markup(chart),
+        element("h2", "AgentBench paper convention (% of episodes)"),
+        note("The paper's five columns, from the status upstream would have recorded: its Task Limit Exceeded also holds "
+             "environment and API errors; cancelled episodes are left out."),
+        table(["model", "env", *[PAPER_TITLES[c] for c in PAPER_COLUMNS], "episodes"], paper_rows, left=2, test_id="paper"),
+    ])
+
+
+# -- episodes -------------------------------------------------------------------------------------
+def _select(name: str, label: str, options: Sequence[tuple[str, str]], chosen: str) -> Markup:
+    opts = "".join(f'<option value="{esc(v)}"{" selected" if v == chosen else ""}>{esc(t)}</option>' for v, t in options)
+    return Markup(f'<label>{esc(label)} <select name="{name}">{opts}</select></label>')
+
+
+def _input(name: str, label: str, value: str, size: int = 12) -> Markup:
+    return Markup(f'<label>{esc(label)} <input name="{name}" value="{esc(value)}" size="{size}"></label>')
+
+
+def episodes(data: q.EpisodePage) -> Markup:
+    f = data.filters
+    everything = [("", "all")]
+    fields = [
+        _select("model", "model", everything + [(m, m) for m in data.models], f.model),
+        _select("env", "env", everything + [(e, e) for e in data.envs], f.env),
+        _select("status", "status", everything + [(s, s) for s in data.statuses] +
+                ([(f.status, f.status)] if f.status and f.status not in data.statuses else []), f.status),
+        _input("task", "task", f.task, 10), _input("repeat", "repeat", f.repeat, 3), _input("q", "text", f.q, 24),
+        _select("sort", "sort", [(k, k) for k in q.SORTS], f.sort),
+    ]
+    if len(data.files) > 1:
+        fields.insert(0, _select("file", "file", everything + [(str(i + 1), f"#{i + 1}") for i in range(len(data.files))], f.file))
+    form = Markup(f'<form class="filters" method="get" action="/episodes">{join(fields)}<button>Filter</button> '
+                  f'{link("/episodes", "clear")}</form>')
+    pager = [f"{data.total:,} episode{'s' if data.total != 1 else ''} match"]
+    if data.pages > 1:
+        pager.append(f" · page {f.page} of {data.pages} ")
+        if f.page > 1:
+            pager.append(link(url("/episodes", f.params(page=f.page - 1)), "‹ previous"))
+        if f.page < data.pages:
+            pager += [" ", link(url("/episodes", f.params(page=f.page + 1)), "next ›", cls="next")]
+    multi = len(data.files) > 1
+    rows = []
+    for r in data.rows.iter_rows(named=True):
+        no = _file_no(data.files, r["source_file"])
+        row = [link(_episode_href(r["run_id"], r["episode_id"], no if multi else ""), r["episode_id"], cls="episode"),
+               r["task_id"], r["repeat"], badge(r["failure_class"]), r["score"], r["n_turns"], r["error"] or "", r["finished_at"]]
+        rows.append(([f"#{no}"] if multi else []) + row)
+    headers = (["file"] if multi else []) + ["episode", "task", "repeat", "class", "score", "turns", "error", "finished"]
+    return join([form, element("p", join(pager), cls="pager"),
+                 table(headers, rows, left=len(headers) - 4, cls="episodes", test_id="episodes")])
+
+
+# -- one episode ------------------------------------------------------------------------------------
+def _dl(items: Sequence[tuple[str, Any]]) -> Markup:
+    return Markup("<dl>" + "".join(f"<dt>{esc(k)}</dt><dd>{esc(v) if isinstance(v, Markup) else esc(fmt(v))}</dd>"
+                                   for k, v in items if v is not None) + "</dl>")
+
+
+def _calls(calls: Sequence[Mapping[str, Any]], title: str) -> Markup:
+    rows = []
+    for c in calls:
+        tokens = f"{c['input_tokens'] or 0}/{c['output_tokens'] or 0}" + (f" ({c['reasoning_tokens']})" if c.get("reasoning_tokens") else "")
+        limit = f"{c['limit_kind']}: {c['limit_basis']}" if c.get("limit_kind") else ""
+        rows.append([c["caller"] or "agent", c["model"] or "", c["turn"], c["attempt"],
+                     "none" if c["http_status"] is None else str(c["http_status"]),
+                     "" if c["latency_ms"] is None else f"{c['latency_ms']:.0f}", c.get("retry_after_s"), tokens,
+                     c["finish_reason"] or "", limit, c["error"] or ""])
+    retries = sum(1 for c in calls if c["attempt"] > 1)
+    caption = f"{title}: {len(calls)} attempt{'s' if len(calls) != 1 else ''}" + (f", {retries} retr{'ies' if retries != 1 else 'y'}" if retries else "")
+    return join([element("div", caption, cls="calls-title"),
+                 table(["caller", "model", "turn", "attempt", "HTTP", "latency ms", "Retry-After s", "tokens in/out (reasoning)", "finish",
+                        "limit", "error"], rows, left=2, cls="calls", test_id="calls")])
+
+
+def transcript(data: q.Transcript, files: Sequence[str]) -> Markup:
+    ep = data.episode
+    status = ep["status"] + ((" (success)" if ep["success"] else " (wrong)") if ep["status"] == "completed" else "")
+    head = _dl([("episode", ep["episode_id"]), ("run", ep["run_id"]), ("file", ep["source_file"]), ("model", ep["model"]),
+                ("env", f"{ep['env']} ({ep['split']}, {ep.get('source') or '?'})"), ("task", ep["task_id"]), ("repeat", ep["repeat"]),
+                ("status", Markup(f'<span class="status" data-status="{esc(ep["status"])}">{esc(status)}</span>')),
+                ("paper status", ep.get("paper_status")), ("score", ep["score"]), ("turns", ep["n_turns"]),
+                ("tokens in/out", f"{ep['input_tokens']}/{ep['output_tokens']}"), ("action mode", ep.get("action_mode")),
+                ("started", ep["started_at"]), ("finished", ep["finished_at"]), ("error", ep["error"])])
+    parts = [head]
+    if ep.get("details") not in (None, "{}", "null"):
+        try:
+            details = json.dumps(json.loads(ep["details"]), ensure_ascii=False, indent=1)
+        except (TypeError, ValueError):
+            details = str(ep["details"])
+        parts.append(Markup(f"<details><summary>details</summary><pre>{esc(details[:20000])}</pre></details>"))
+    if data.others:
+        links = [link(_episode_href(o["run_id"], o["episode_id"], _file_no(files, o["source_file"])),
+                      f"{o['status']} in run {o['run_id']} ({fmt(o['finished_at'])})") for o in data.others]
+        parts.append(element("p", join(["Other attempts of this episode (an attempt replaced on resume, or another file): ",
+                                        *[x for pair in zip(links, [", "] * len(links)) for x in pair][:-1]]), cls="note"))
+    agent = [c for c in data.calls if (c["caller"] or "agent") == "agent"]
+    by_turn: dict[int, list[Mapping[str, Any]]] = {}
+    for c in agent:
+        by_turn.setdefault(c["turn"], []).append(c)
+    shown: set[int] = set()
+    for t in data.turns:
+        parts.append(_turn(t, by_turn.get(t["turn"], []) if t["role"] == "assistant" and t["turn"] not in shown else []))
+        if t["role"] == "assistant":
+            shown.add(t["turn"])
+    rest = [c for c in agent if c["turn"] not in shown]
+    if rest:
+        parts.append(element("section", _calls(rest, "Model calls without a stored reply (failed, or the last one)"), cls="turn orphan"))
+    judge = [c for c in data.calls if (c["caller"] or "agent") != "agent"]
+    if judge:
+        parts.append(element("section", _calls(judge, "Judge calls"), cls="turn judge", data_section="judge"))
+    return join(parts)
+
+
+def _turn(t: Mapping[str, Any], calls: Sequence[Mapping[str, Any]]) -> Markup:
+    role = t["role"]
+    parts = [element("div", f"turn {t['turn']} · {role}", cls="turn-head")]
+    if t.get("reasoning"):
+        parts.append(Markup(f'<details class="reasoning"><summary>reasoning</summary><pre>{esc(t["reasoning"])}</pre></details>'))
+    parts.append(element("pre", t["content"] or "", cls="content"))
+    if t.get("tool_calls"):
+        parts.append(element("pre", f"tool calls: {t['tool_calls']}", cls="tool-calls"))
+    if role == "assistant":
+        valid = None if t["valid"] is None else Markup('<span class="ok">valid</span>' if t["valid"] else '<span class="bad">invalid</span>')
+        parts.append(_dl([("action", t["action"]), ("validity", valid), ("error", t["error"]), ("observation", t["observation"])]))
+        if calls:
+            parts.append(_calls(calls, "HTTP attempts"))
+    return element("section", join(parts), cls=f"turn role-{role}", data_turn=t["turn"], data_role=role)
+
+
+# -- live -----------------------------------------------------------------------------------------
+def _duration(seconds: float | None) -> str:
+    if seconds is None or seconds != seconds:
+        return "–"
+    seconds = int(seconds)
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m" if seconds >= 3600 else f"{seconds // 60}m{seconds % 60:02d}s"
+
+
+def live(data: Sequence[q.FileLive], files: Sequence[str], now: str) -> Markup:
+    parts = [note(f"Updated {now}; this page refreshes itself every 2 seconds.")]
+    for f in data:
+        fig = f.figures
+        done = sum(s.done for s in f.streams)
+        total = sum(s.total or 0 for s in f.streams) if f.running else done
+        state = (f"running (run {fig['run_id']}, {_duration(fig['elapsed_s'])} so far, writer seen {fig['age_s']:.0f} s ago)"
+                 if f.running else "not running: every episode in the file is shown")
+        parts.append(element("h2", f"#{_file_no(files, f.path)} {f.path}"))
+        parts.append(element("p", state, cls="state", data_running="yes" if f.running else "no"))
+        cost = "no price" if fig["cost_usd"] is None else f"${fig['cost_usd']:.4f}"
+        figures = [("episodes done", f"{done:,}/{total:,}"), ("calls/s", fig["calls_per_s"]), ("calls", fig["calls"]),
+                   ("retries", fig["retries"]), ("HTTP 429", fig["http_429"]), ("failed attempts", fig["errors"]),
+                   ("tokens in/out", f"{fig['input_tokens']:,}/{fig['output_tokens']:,}"), ("cost (finished episodes)", cost),
+                   ("ETA", _duration(fig["eta_s"]) if f.running else "done")]
+        parts.append(Markup('<div class="figures">' + "".join(
+            f'<div class="figure" data-figure="{esc(k)}"><div class="k">{esc(k)}</div><div class="v">{esc(fmt(v, 2))}</div></div>'
+            for k, v in figures) + "</div>"))
+        rows = []
+        for s in f.streams:
+            top = s.total if s.total is not None else s.done
+            bar = Markup(f'<progress max="{max(top, 1)}" value="{s.done}"></progress>')
+            counts = join(Markup(f'{badge(k)} {v} ') for k, v in sorted(s.statuses.items(), key=lambda kv: -kv[1]))
+            cell = link(url("/episodes", {"model": s.model, "env": s.env, "file": _file_no(files, f.path) if len(files) > 1 else ""}),
+                        f"{s.model} · {s.env}")
+            rows.append([cell, f"{s.done:,}/{top:,}", bar, s.in_flight, counts])
+        parts.append(table(["model · env", "done/total", "progress", "in flight", "statuses"], rows, left=1, cls="streams",
+                           test_id="streams"))
+        usage = [[r["model"], r["caller"], r["requests"], r["attempts"], r["retries"], r["input_tokens"], r["output_tokens"],
+                  "no price" if r["cost_usd"] is None else f"{r['cost_usd']:.4f}", r["latency_p50_ms"], r["latency_p90_ms"]]
+                 for r in f.usage.iter_rows(named=True)]
+        if usage:
+            parts.append(table(["model", "caller", "requests", "attempts", "retries", "tokens in", "tokens out", "cost USD",
+                                "p50 ms", "p90 ms"], usage, left=2, test_id="usage"))
+    return element("div", join(parts), id="live")
+
+
+# -- compare --------------------------------------------------------------------------------------
+def _p(p: float) -> str:
+    return "<0.0001" if p < 1e-4 else f"{p:.4f}"
+
+
+def _p_is(p: float) -> str:
+    return "p<0.0001" if p < 1e-4 else f"p={p:.4f}"
+
+
+def compare(data: q.CompareView, allow: bool) -> Markup:
+    multi = len(data.files) > 1
+    fields = []
+    for side, fi, model in (("a", data.fa, data.ma), ("b", data.fb, data.mb)):
+        if multi:
+            fields.append(_select(f"f{side}", f"{side.upper()} file", [(str(i + 1), f"#{i + 1}") for i in range(len(data.files))], str(fi + 1)))
+        models = sorted({m for ms in data.models for m in ms})
+        fields.append(_select(f"m{side}", f"{side.upper()} model", [(m, m) for m in models], model))
+    parts = [Markup(f'<form class="filters" method="get" action="/compare">{join(fields)}<button>Compare</button></form>')]
+    if data.message:
+        parts.append(note(data.message))
+        return join(parts)
+    result = data.result
+    assert result is not None
+    if data.conflicts:
+        what = "; ".join(data.conflicts)
+        if not allow:
+            query = {"fa": data.fa + 1 if multi else "", "ma": data.ma, "fb": data.fb + 1 if multi else "", "mb": data.mb, "allow": 1}
+            parts.append(element("p", join([f"The runs of A ({data.ma}) and B ({data.mb}) differ in result-deciding settings ({what}), "
+                                            "so their episodes are not comparable. ", link(url("/compare", query), "Compare anyway")]),
+                                 cls="warning"))
+            return join(parts)
+        parts.append(element("p", f"Warning: comparing runs with different result-deciding settings ({what}).", cls="warning"))
+    parts.append(_compare_table(result))
+    t = result.total
+    verdict = "significant" if t.mcnemar_p < 0.05 else "not significant"
+    extra = []
+    if result.infra_pairs:
+        extra.append(f"{result.infra_pairs} pairs left out (infrastructure failure on a side)")
+    if result.only_a or result.only_b:
+        extra.append(f"{result.only_a} episodes only in A, {result.only_b} only in B (not paired)")
+    parts.append(element("p", f"{t.pairs} pairs: {t.a_only} tasks only A solved, {t.b_only} only B solved; the success difference is "
+                              f"{verdict} at 5% (exact McNemar {_p_is(t.mcnemar_p)}; Wilcoxon signed-rank on scores "
+                              f"{_p_is(t.wilcoxon.p_value)}). " + "; ".join(extra), cls="verdict"))
+    parts.append(_flips(data, result))
+    return join(parts)
+
+
+def _compare_table(result: Comparison) -> Markup:
+    def row(e: EnvComparison) -> list[Any]:
+        return [e.env, e.pairs, e.success_a, e.success_b, e.a_only, e.b_only, _p(e.mcnemar_p), percent(e.mean_a), percent(e.mean_b),
+                _p(e.wilcoxon.p_value)]
+
+    envs = [*result.per_env, result.total] if len(result.per_env) > 1 else result.per_env
+    return join([element("h2", f"A = {result.label_a}  vs  B = {result.label_b}"),
+                 note("Paired on (env, split, task, repeat); pairs with an infrastructure failure on a side are left out. "
+                      "ok = successes; McNemar: exact test on success; Wilcoxon: signed-rank test on scores."),
+                 table(["env", "pairs", "A ok", "B ok", "A only", "B only", "McNemar p", "A mean %", "B mean %", "Wilcoxon p"],
+                       [row(e) for e in envs], test_id="compare")])
+
+
+def _flips(data: q.CompareView, result: Comparison) -> Markup:
+    if result.flips.is_empty():
+        return note("No task flipped.")
+    multi = len(data.files) > 1
+    rows = []
+    for r in result.flips.head(FLIPS_SHOWN).iter_rows(named=True):
+        tail = f"{r['env']}/{r['split']}/{r['task_id']}/{r['repeat']}"
+        a = link(url("/episode", {"id": f"{data.ma}/{tail}", "file": data.fa + 1 if multi else ""}), r["class_a"])
+        b = link(url("/episode", {"id": f"{data.mb}/{tail}", "file": data.fb + 1 if multi else ""}), r["class_b"])
+        rows.append([r["env"], r["task_id"], r["repeat"], a, b, r["direction"], r["score_a"], r["score_b"]])
+    shown = min(FLIPS_SHOWN, result.flips.height)
+    return join([element("h2", f"Tasks that flipped ({result.flips.height:,}; first {shown} shown)"),
+                 table(["env", "task", "repeat", "A class", "B class", "who did better", "A score", "B score"], rows, left=6,
+                       test_id="flips")])
+
+
+# -- SQL ------------------------------------------------------------------------------------------
+SQL_EXAMPLE = "SELECT model, env, failure_class, count(*) AS episodes\nFROM episode_outcomes\nGROUP BY ALL ORDER BY ALL"
+
+
+def sql(query: str, answer: q.SqlAnswer | None, error: str, tables: Sequence[tuple[str, str]]) -> Markup:
+    parts = [Markup('<form class="sql" method="get" action="/sql">'
+                    f'<textarea name="q" rows="6" cols="100" spellcheck="false">{esc(query or SQL_EXAMPLE)}</textarea>'
+                    "<div><button>Run</button> <span class=\"note\">read-only: one SELECT (or DESCRIBE/SHOW/SUMMARIZE) "
+                    "over the tables and views below; no file or network access.</span></div></form>")]
+    if error:
+        parts.append(element("p", error, cls="error"))
+    if answer is not None:
+        more = f" (first {len(answer.rows):,} shown; the CSV has them all)" if answer.truncated else ""
+        parts.append(element("p", join([f"{len(answer.rows):,} row{'s' if len(answer.rows) != 1 else ''}{more} · ",
+                                        link(url("/sql.csv", {"q": query}), "download CSV", cls="csv")]), cls="note"))
+        parts.append(table(answer.columns, [[fmt(v) if not isinstance(v, str) else v for v in r] for r in answer.rows],
+                           left=len(answer.columns), cls="sql-result", test_id="sql"))
+    parts.append(element("h2", "Tables and views"))
+    parts.append(table(["name", "columns"], [[n, c] for n, c in tables], left=2, cls="schema"))
+    return join(parts)
+
+
+def error_page(message: str) -> Markup:
+    return element("p", message, cls="error")

@@ -1,0 +1,425 @@
+"""What each page of the viewer shows, read from opened results (``analytics.load``) in a worker thread.
+
+Scores, failure classes, the paper table, operations and comparisons come from the analytics modules and
+their SQL views; this module adds only what a browser needs on top: filters and pagination done in SQL
+(a page of a 100,000-episode file reads 50 rows), one episode's rows, the live figures, and the read-only
+SQL box.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import threading
+from contextlib import nullcontext
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import polars as pl
+
+from ..analytics import compare as compare_mod
+from ..analytics import failures, operations, scores
+from ..analytics.loading import ReportError, Results, load
+from ..analytics.run_settings import model_settings, settings_conflicts
+from ..analytics.transcript import find_episode
+from ..errors import AgentBenchError
+from ..store.live import live_dir
+from .source import Source
+
+PAGE_SIZE = 50
+SQL_ROWS = 1000  # rows of a SQL answer shown on the page (the CSV download has them all)
+SQL_TIMEOUT_S = 20.0
+SORTS: dict[str, str] = {
+    "episode": "episode_id, source_file, run_id",
+    "score": "counted_score DESC NULLS LAST, episode_id",
+    "turns": "n_turns DESC NULLS LAST, episode_id",
+    "finished": "finished_at DESC NULLS LAST, episode_id",
+}
+
+
+class ViewError(AgentBenchError):
+    """A request the viewer cannot answer (bad filter value, unknown episode, a write in the SQL box)."""
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def _sql_str(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _file_index(value: str, paths: Sequence[Path], what: str = "file") -> int | None:
+    if value == "":
+        return None
+    if not value.isdigit() or not 1 <= int(value) <= len(paths):
+        raise ViewError(f"{what}={value!r}: expected a file number from 1 to {len(paths)}")
+    return int(value) - 1
+
+
+# -- overview -------------------------------------------------------------------------------------
+@dataclass
+class Overview:
+    runs: pl.DataFrame  # one row per run with its file, dates, models, envs, episodes
+    scores: pl.DataFrame  # analytics.scores.env_scores: env_scores + ci_low/ci_high/ci_method
+    overall: pl.DataFrame  # model, oa, complete, envs_run, label
+    live_files: list[str]
+
+
+def overview(res: Results, source: Source) -> Overview:
+    runs = res.sql(
+        """
+        SELECT r.source_file, r.run_id, r.created_at, r.command, r.version, r.finished_at, r.interrupted,
+               count(e.episode_id) AS episodes,
+               string_agg(DISTINCT e.model, ', ' ORDER BY e.model) AS models,
+               string_agg(DISTINCT e.env, ', ' ORDER BY e.env) AS envs
+        FROM runs AS r LEFT JOIN episodes AS e ON e.run_id = r.run_id AND e.source_file = r.source_file
+        GROUP BY ALL ORDER BY r.created_at
+        """
+    )
+    env_scores = source.memo(res, "scores", scores.env_scores)
+    return Overview(runs, env_scores, scores.overall(env_scores), [str(p) for p in res.live_files])
+
+
+# -- failures -------------------------------------------------------------------------------------
+@dataclass
+class FailureMatrix:
+    counts: pl.DataFrame  # analytics.failures.class_counts: model, env, <nine classes>, total
+    paper: pl.DataFrame  # model, env, episodes, the paper's five shares
+
+
+def failure_matrix(res: Results, source: Source) -> FailureMatrix:
+    return FailureMatrix(source.memo(res, "classes", failures.class_counts), source.memo(res, "paper", failures.paper_table))
+
+
+# -- episodes -------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class EpisodeFilters:
+    """The episode list's filters, as held in the URL (so a filtered list is a link to share)."""
+
+    model: str = ""
+    env: str = ""
+    status: str = ""  # a status (``invalid_format``) or a failure class (``completed_wrong``)
+    task: str = ""  # part of the task id
+    repeat: str = ""
+    q: str = ""  # free text: episode id, error, or any message of the transcript
+    file: str = ""  # 1-based file number when several files are shown
+    sort: str = "episode"
+    page: int = 1
+
+    @classmethod
+    def from_query(cls, query: Mapping[str, str], paths: Sequence[Path]) -> EpisodeFilters:
+        f = cls(**{k: query.get(k, "").strip() for k in ("model", "env", "status", "task", "repeat", "q", "file")},
+                sort=query.get("sort", "episode") or "episode")
+        if f.repeat and not f.repeat.lstrip("-").isdigit():
+            raise ViewError(f"repeat={f.repeat!r}: expected a whole number (the repeat index, 0 for the first try)")
+        if f.sort not in SORTS:
+            raise ViewError(f"sort={f.sort!r}: expected one of {', '.join(SORTS)}")
+        _file_index(f.file, paths)
+        page = query.get("page", "1") or "1"
+        if not page.isdigit() or int(page) < 1:
+            raise ViewError(f"page={page!r}: expected a page number from 1")
+        return replace(f, page=int(page))
+
+    def params(self, **changes: Any) -> dict[str, Any]:
+        """The query parameters of this filter set (``changes`` applied; page 1 is left out)."""
+        values = {k: getattr(self, k) for k in ("model", "env", "status", "task", "repeat", "q", "file", "sort", "page")}
+        values.update(changes)
+        if values["page"] == 1:
+            values["page"] = ""
+        if values["sort"] == "episode":
+            values["sort"] = ""
+        return values
+
+    def where(self, paths: Sequence[Path]) -> tuple[str, list[Any]]:
+        clauses: list[str] = []
+        params: list[Any] = []
+        for column, value in (("model", self.model), ("env", self.env)):
+            if value:
+                clauses.append(f"{column} = ?")
+                params.append(value)
+        if self.status:
+            clauses.append("(status = ? OR failure_class = ?)")
+            params += [self.status, self.status]
+        if self.task:
+            clauses.append("contains(lower(task_id), ?)")
+            params.append(self.task.lower())
+        if self.repeat:
+            clauses.append("repeat = ?")
+            params.append(int(self.repeat))
+        index = _file_index(self.file, paths)
+        if index is not None:
+            clauses.append("source_file = ?")
+            params.append(str(paths[index]))
+        if self.q:
+            needle = self.q.lower()
+            clauses.append(
+                "(contains(lower(episode_id), ?) OR contains(lower(coalesce(error, '')), ?) OR EXISTS ("
+                "SELECT 1 FROM turns AS t WHERE t.run_id = o.run_id AND t.episode_id = o.episode_id "
+                "AND t.source_file = o.source_file AND contains(lower(coalesce(t.content, '')), ?)))"
+            )
+            params += [needle, needle, needle]
+        return (" WHERE " + " AND ".join(clauses)) if clauses else "", params
+
+
+@dataclass
+class EpisodePage:
+    filters: EpisodeFilters
+    rows: pl.DataFrame
+    total: int
+    models: list[str]
+    envs: list[str]
+    statuses: list[str]
+    files: list[str]
+
+    @property
+    def pages(self) -> int:
+        return max(1, -(-self.total // PAGE_SIZE))
+
+
+def episode_page(res: Results, filters: EpisodeFilters) -> EpisodePage:
+    where, params = filters.where(res.paths)
+    total = int(res.sql(f"SELECT count(*) AS n FROM episode_outcomes AS o{where}", params)["n"][0])
+    rows = res.sql(
+        f"""
+        SELECT source_file, run_id, episode_id, model, env, split, task_id, repeat, status, failure_class, infra,
+               score, n_turns, left(error, 160) AS error, finished_at
+        FROM episode_outcomes AS o{where}
+        ORDER BY {SORTS[filters.sort]} LIMIT {PAGE_SIZE} OFFSET {PAGE_SIZE * (filters.page - 1)}
+        """,
+        params,
+    )
+    keys = res.sql("SELECT DISTINCT model, env FROM episodes")
+    present = set(res.sql("SELECT DISTINCT status FROM episodes")["status"].to_list())
+    statuses = [c for c in failures.FAILURE_CLASSES if c in present or c.startswith("completed_") and "completed" in present]
+    return EpisodePage(filters, rows, total, sorted(set(keys["model"].to_list())), sorted(set(keys["env"].to_list())),
+                       statuses, [str(p) for p in res.paths])
+
+
+# -- one episode ------------------------------------------------------------------------------------
+@dataclass
+class Transcript:
+    episode: dict[str, Any]
+    turns: list[dict[str, Any]]
+    calls: list[dict[str, Any]]  # every HTTP attempt of the episode (agent and judge)
+    others: list[dict[str, Any]] = field(default_factory=list)  # other stored attempts of the same episode id
+
+
+def transcript(res: Results, episode_id: str, run_id: str = "", file: str = "") -> Transcript:
+    if not episode_id:
+        raise ViewError("no episode given: open one from the episode list (/episodes)")
+    try:
+        rows = find_episode(res, episode_id)
+    except ReportError as exc:
+        raise ViewError(str(exc), status=404) from None
+    index = _file_index(file, res.paths)
+    chosen = rows
+    if index is not None:
+        chosen = chosen.filter(pl.col("source_file") == str(res.paths[index]))
+    if run_id:
+        chosen = chosen.filter(pl.col("run_id") == run_id)
+    if chosen.is_empty():
+        raise ViewError(f"episode {episode_id!r} has no attempt in run {run_id or '?'} of the file(s) asked for", status=404)
+    ep = chosen.row(0, named=True)
+    key = [ep["run_id"], ep["episode_id"], ep["source_file"]]
+    turns = res.sql("SELECT * FROM turns WHERE run_id = ? AND episode_id = ? AND source_file = ? ORDER BY seq", key)
+    calls = res.sql("SELECT * FROM model_calls WHERE run_id = ? AND episode_id = ? AND source_file = ? "
+                    "ORDER BY turn, started_at, attempt", key)
+    others = [r for r in rows.iter_rows(named=True) if (r["run_id"], r["source_file"]) != (ep["run_id"], ep["source_file"])]
+    return Transcript(ep, list(turns.iter_rows(named=True)), list(calls.iter_rows(named=True)), others)
+
+
+# -- live -----------------------------------------------------------------------------------------
+@dataclass
+class Stream:
+    model: str
+    env: str
+    done: int
+    total: int | None  # None when the file is not being written (then everything there is, is done)
+    in_flight: int
+    statuses: dict[str, int]
+
+
+@dataclass
+class FileLive:
+    path: str
+    running: bool
+    streams: list[Stream]
+    figures: dict[str, Any]  # calls, calls_per_s, retries, http_429, input_tokens, output_tokens, cost_usd, eta_s, ...
+    usage: pl.DataFrame  # analytics.operations.usage_table (finished episodes' calls) with cost_usd
+
+
+def live(res: Results) -> list[FileLive]:
+    usage_all = operations.usage_table(res)
+    out = []
+    for path in res.paths:
+        name = str(path)
+        status = res.live_status(path)
+        summary = res.sql("SELECT model, env, status, count(*) AS n FROM episode_outcomes WHERE source_file = ? GROUP BY ALL", [name])
+        counts: dict[tuple[str, str], dict[str, int]] = {}
+        for r in summary.iter_rows(named=True):
+            counts.setdefault((r["model"], r["env"]), {})[r["status"]] = r["n"]
+        models_here = set(res.sql("SELECT DISTINCT coalesce(model, '') AS m FROM model_calls WHERE source_file = ?", [name])["m"].to_list())
+        usage = usage_all.filter(pl.col("model").is_in(list(models_here | {m for m, _ in counts})))
+        cost = usage["cost_usd"].drop_nulls().sum() if usage["cost_usd"].drop_nulls().len() else None
+        if status is not None:
+            streams = [Stream(s.model, s.env, s.done, s.total, s.in_flight, dict(s.statuses)) for s in status.streams]
+            figures = {
+                "calls": status.calls, "calls_per_s": status.calls_per_s, "retries": status.retries, "errors": status.errors,
+                "http_429": status.http_429, "input_tokens": status.input_tokens, "output_tokens": status.output_tokens,
+                "episodes_per_s": status.episodes_per_s, "eta_s": status.eta_s, "elapsed_s": status.elapsed_s,
+                "age_s": status.age_s, "run_id": status.run_id, "cost_usd": cost,
+            }  # fmt: skip
+        else:
+            streams = [Stream(m, e, sum(c.values()), None, 0, c) for (m, e), c in sorted(counts.items())]
+            ops = res.sql(
+                """
+                SELECT count(*) AS calls, count(*) FILTER (WHERE attempt > 1) AS retries,
+                       count(*) FILTER (WHERE error IS NOT NULL) AS errors,
+                       count(*) FILTER (WHERE http_status = 429) AS http_429,
+                       coalesce(sum(input_tokens), 0) AS input_tokens, coalesce(sum(output_tokens), 0) AS output_tokens,
+                       epoch(max(started_at)) - epoch(min(started_at)) AS span_s
+                FROM model_calls WHERE source_file = ?
+                """,
+                [name],
+            ).row(0, named=True)
+            span = ops.pop("span_s") or 0.0
+            figures = {**ops, "calls_per_s": ops["calls"] / span if span > 0 else None, "eta_s": None, "cost_usd": cost}
+        out.append(FileLive(name, status is not None, streams, figures, usage))
+    return out
+
+
+# -- compare --------------------------------------------------------------------------------------
+@dataclass
+class CompareView:
+    files: list[str]
+    models: list[list[str]]  # per file
+    fa: int
+    fb: int
+    ma: str
+    mb: str
+    result: compare_mod.Comparison | None = None
+    conflicts: list[str] = field(default_factory=list)
+    message: str = ""
+
+
+def comparison(res: Results, query: Mapping[str, str], source: Source) -> CompareView:
+    paths = res.paths
+    fa = _file_index(query.get("fa", ""), paths, "fa") or 0
+    fb_index = _file_index(query.get("fb", ""), paths, "fb")
+    fb = fb_index if fb_index is not None else (1 if len(paths) > 1 and not query.get("mb") else fa)
+    per_file = [sorted(res.sql("SELECT DISTINCT model FROM episodes WHERE source_file = ?", [str(p)])["model"].to_list())
+                for p in paths]
+    ma, mb = query.get("ma", ""), query.get("mb", "")
+    if not ma and per_file[fa]:
+        ma = per_file[fa][0]
+    if not mb:
+        others = [m for m in per_file[fb] if fa != fb or m != ma]
+        mb = others[0] if others else ""
+    view = CompareView([str(p) for p in paths], per_file, fa, fb, ma, mb)
+    if not ma or not mb:
+        view.message = "Pick two models (of one file or of two files) to compare."
+        return view
+    for model, index, side in ((ma, fa, "A"), (mb, fb, "B")):
+        if model not in per_file[index]:
+            raise ViewError(f"model {model!r} ({side}) is not in {paths[index]}; it has: {', '.join(per_file[index]) or 'no episodes'}")
+    if fa == fb and ma == mb:
+        view.message = "A and B are the same model of the same file: pick another model or file for one side."
+        return view
+    view.result, view.conflicts = source.memo(res, "compare", lambda _: _compare(paths[fa], paths[fb], ma, mb), fa, fb, ma, mb)
+    return view
+
+
+def _compare(path_a: Path, path_b: Path, ma: str, mb: str) -> tuple[compare_mod.Comparison, list[str]]:
+    """Compare with analytics.compare on each side's own file (so one model in two files pairs up)."""
+    with load(path_a) as res_a:
+        same = path_a == path_b
+        with load(path_b) if not same else nullcontext(res_a) as res_b:
+            envs_a = set(res_a.sql("SELECT DISTINCT env FROM episodes WHERE model = ?", [ma])["env"].to_list())
+            envs_b = set(res_b.sql("SELECT DISTINCT env FROM episodes WHERE model = ?", [mb])["env"].to_list())
+            envs = sorted(envs_a & envs_b)
+            conflicts = settings_conflicts(model_settings(res_a, ma, envs), model_settings(res_b, mb, envs))
+            label_a = ma if ma != mb else f"{ma} ({path_a.name})"
+            label_b = mb if ma != mb else f"{mb} ({path_b.name})"
+            return compare_mod.compare_results(res_a, res_b, ma, mb, label_a, label_b), conflicts
+
+
+# -- SQL ------------------------------------------------------------------------------------------
+@dataclass
+class SqlAnswer:
+    columns: list[str]
+    rows: list[tuple[Any, ...]]
+    truncated: bool  # more rows than shown
+
+
+def read_only_statement(query: str) -> str:
+    """The one SELECT in ``query`` (also DESCRIBE, SHOW, SUMMARIZE, FROM-first); anything else is refused."""
+    if not query.strip():
+        raise ViewError("write a query, e.g. SELECT * FROM env_scores")
+    try:
+        statements = duckdb.extract_statements(query)
+    except duckdb.Error as exc:
+        raise ViewError(f"SQL error: {str(exc).splitlines()[0]}") from None
+    if len(statements) != 1:
+        raise ViewError(f"one statement at a time, please ({len(statements)} given)")
+    statement = statements[0]
+    if statement.type != duckdb.StatementType.SELECT:
+        kind = statement.type.name.replace("_", " ")
+        raise ViewError(f"the viewer is read-only: {kind} statements are refused (only SELECT queries run here)", status=403)
+    return str(statement.query).strip()
+
+
+def run_sql(res: Results, query: str, limit: int | None = SQL_ROWS) -> SqlAnswer:
+    """Run one read-only query; ``limit`` rows are kept (None: all, for the CSV download).
+
+    The connection is locked down first: no file or network access (``read_csv('/etc/...')``, ``COPY TO``,
+    ``ATTACH``, ``INSTALL`` fail; only the snapshot folder of a file a run is writing stays readable) and no
+    setting can be changed back. The query runs on that connection itself, not through ``Results.sql`` (which
+    may reopen the files on another connection when a live snapshot moved on): an error there is shown and
+    the user runs it again. A query running longer than ``SQL_TIMEOUT_S`` is interrupted.
+    """
+    statement = read_only_statement(query)
+    con = res.con
+    allowed = ", ".join(_sql_str(str(live_dir(p.resolve())) + "/") for p in res.live_files)
+    if allowed:
+        con.execute(f"SET allowed_directories = [{allowed}]")
+    con.execute("SET enable_external_access = false")
+    con.execute("SET lock_configuration = true")
+    wrapped = statement if limit is None else f"SELECT * FROM (\n{statement}\n) LIMIT {limit + 1}"
+    timer = threading.Timer(SQL_TIMEOUT_S, con.interrupt)
+    timer.start()
+    try:
+        cursor = con.execute(wrapped)
+        columns = [d[0] for d in cursor.description or []]
+        rows = cursor.fetchall()
+    except duckdb.Error as exc:
+        if isinstance(exc, duckdb.InterruptException):
+            raise ViewError(f"the query ran longer than {SQL_TIMEOUT_S:g} s and was stopped") from None
+        raise ViewError(f"SQL error: {str(exc).splitlines()[0]}") from None
+    finally:
+        timer.cancel()
+    truncated = limit is not None and len(rows) > limit
+    return SqlAnswer(columns, rows[:limit] if truncated else rows, truncated)
+
+
+def csv_text(answer: SqlAnswer) -> str:
+    """The answer as CSV (header row, ``\\n`` line ends; NULL is an empty field)."""
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(answer.columns)
+    writer.writerows(["" if v is None else v for v in row] for row in answer.rows)
+    return buf.getvalue()
+
+
+def schema(res: Results) -> list[tuple[str, str]]:
+    """(table or view, its columns) for the SQL page's reference list."""
+    rows = res.sql(
+        "SELECT v.view_name AS name, string_agg(c.column_name, ', ' ORDER BY c.column_index) AS columns "
+        "FROM duckdb_views() AS v JOIN duckdb_columns() AS c ON c.database_name = v.database_name "
+        "AND c.schema_name = v.schema_name AND c.table_name = v.view_name "
+        "WHERE NOT v.internal AND v.database_name = 'memory' AND v.schema_name = 'main' GROUP BY v.view_name ORDER BY v.view_name"
+    )
+    return list(zip(rows["name"].to_list(), rows["columns"].to_list()))

@@ -1,0 +1,89 @@
+"""The result files a viewer shows, read in worker threads (never on the event loop).
+
+Every request opens the files through ``analytics.load`` (read-only, a few tens of milliseconds even for a
+100,000-episode file: only views are created) and closes them when its page is built: a long-lived reader
+would hold DuckDB's shared lock and keep ``agentbench run`` from resuming a finished file, and a short-lived
+one sees what a running evaluation has committed since the last request. The slow analytics (bootstrap
+intervals, the failure-class pivot, a comparison) are memoised per *data version* — the files and their
+episode count and last finish time — so a page reuses them until an episode is added or replaced.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, TypeVar
+
+from ..analytics.loading import Results, load
+
+T = TypeVar("T")
+_MEMO_SIZE = 64
+
+
+class _Memo:
+    """Results of slow computations by key; concurrent callers of the same key wait for one computation."""
+
+    def __init__(self, size: int = _MEMO_SIZE) -> None:
+        self._size = size
+        self._lock = threading.Lock()
+        self._entries: OrderedDict[Hashable, Future[Any]] = OrderedDict()
+
+    def get(self, key: Hashable, compute: Callable[[], T]) -> T:
+        with self._lock:
+            fut = self._entries.get(key)
+            mine = fut is None
+            if fut is None:
+                fut = Future()
+                self._entries[key] = fut
+                while len(self._entries) > self._size:
+                    self._entries.popitem(last=False)
+            else:
+                self._entries.move_to_end(key)
+        if mine:
+            try:
+                fut.set_result(compute())
+            except BaseException as exc:
+                with self._lock:
+                    self._entries.pop(key, None)
+                fut.set_exception(exc)
+        return fut.result()  # type: ignore[no-any-return]
+
+
+def data_version(res: Results) -> tuple[Any, ...]:
+    """What the memoised analytics depend on: the files, their runs, episode count and last finish time."""
+    row = res.sql("SELECT (SELECT count(*) FROM runs) AS runs, count(*) AS episodes, max(finished_at) AS last FROM episodes").row(0)
+    return (tuple(str(p) for p in res.paths), *row)
+
+
+class Source:
+    """The files given to ``agentbench view``; ``await source.run(fn)`` calls ``fn(results)`` in a worker."""
+
+    def __init__(self, paths: Sequence[Path], workers: int = 4) -> None:
+        self.paths = [Path(p) for p in paths]
+        self._pool = ThreadPoolExecutor(workers, thread_name_prefix="agentbench-view")
+        self._memo = _Memo()
+
+    def check(self) -> None:
+        """Open the files once, so a wrong path or a file that is not a result file fails at start."""
+        with load(self.paths):
+            pass
+
+    async def run(self, fn: Callable[[Results], T], paths: Sequence[Path] | None = None) -> T:
+        """``fn(results)`` in a worker thread, with the files (or ``paths``) opened for this call only."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._pool, self._call, fn, list(paths or self.paths))
+
+    def _call(self, fn: Callable[[Results], T], paths: list[Path]) -> T:
+        with load(paths) as res:
+            return fn(res)
+
+    def memo(self, res: Results, name: str, compute: Callable[[Results], T], *args: Hashable) -> T:
+        """``compute(res)``, computed once per data version of ``res`` (call it from inside ``run``)."""
+        return self._memo.get((name, args, data_version(res)), lambda: compute(res))
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
