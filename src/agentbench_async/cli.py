@@ -44,6 +44,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--temperature", type=float, help="sampling temperature (default 0)")
     run.add_argument("--max-tokens", type=int, help="max tokens per reply (default 512)")
     run.add_argument("--context-window", type=int, help="the model's context window in tokens (pre-check)")
+    run.add_argument("--task-header", action="store_true",
+                     help="send the X-AgentBench-Task header with each request (for the built-in mock: serve-mock then plays "
+                     "the policy of the model name, mock-oracle or mock-weak, on each task)")
     run.add_argument("--data-dir", type=Path, help="AgentBench's data/ folder: run the official tasks")
     run.add_argument("--action-mode", choices=["text", "tools"], help="text protocol (default) or native tool calling")
     run.add_argument("--history", choices=["full", "agentbench"],
@@ -144,6 +147,7 @@ def _run_settings(args: argparse.Namespace) -> dict[str, Any]:
         "provider": args.provider, "base_url": args.base_url, "api_key_env": args.api_key_env, "rpm": args.rpm,
         "tpm": args.tpm, "max_retries": args.max_retries, "max_in_flight": args.max_in_flight, "timeout": args.timeout,
         "temperature": args.temperature, "max_tokens": args.max_tokens, "context_window": args.context_window,
+        "task_header": True if args.task_header else None,
     }  # fmt: skip
     model_flags = {k: v for k, v in model_flags.items() if v is not None}
     if args.model:
@@ -159,7 +163,8 @@ def _run_settings(args: argparse.Namespace) -> dict[str, Any]:
     if args.judge_model:
         # the judge speaks to the same server as the evaluated model unless --judge-* says otherwise
         judge = {"name": args.judge_model}
-        for src, dst in (("judge_provider", "provider"), ("judge_base_url", "base_url"), ("judge_api_key_env", "api_key_env")):
+        for src, dst in (("judge_provider", "provider"), ("judge_base_url", "base_url"), ("judge_api_key_env", "api_key_env"),
+                         ("task_header", "task_header")):
             value = getattr(args, src) or model_flags.get(dst)
             if value:
                 judge[dst] = value
@@ -274,7 +279,7 @@ def _print_result(rows: list[tuple[Any, ...]], columns: list[str], fmt: str, tit
     elif fmt == "csv":
         import csv
 
-        writer = csv.writer(sys.stdout)
+        writer = csv.writer(sys.stdout, lineterminator="\n")  # \n, not csv's \r\n: the output goes to tail, cut, read
         writer.writerow(columns)
         writer.writerows(rows)
     else:
@@ -287,19 +292,12 @@ def _print_result(rows: list[tuple[Any, ...]], columns: list[str], fmt: str, tit
 
 
 def _cmd_sql(args: argparse.Namespace) -> int:
-    import duckdb
+    from .analytics.loading import load
 
-    from .errors import StoreError
-    from .store import connect
-
-    con = connect(args.path, read_only=True)
-    try:
-        result = con.execute(args.query)
-    except duckdb.Error as exc:
-        raise StoreError(f"SQL error: {str(exc).splitlines()[0]}") from None
-    if result.description is None:
-        return 0
-    _print_result(result.fetchall(), [d[0] for d in result.description], args.format)
+    with load(args.path) as res:  # read-only; a file a run is writing is read from its live snapshot
+        frame = res.sql(args.query)
+    if frame.width:
+        _print_result(frame.rows(), frame.columns, args.format)
     return 0
 
 
