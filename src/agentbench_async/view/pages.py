@@ -184,6 +184,10 @@ def _calls(calls: Sequence[Mapping[str, Any]], title: str) -> Markup:
 def transcript(data: q.Transcript, files: Sequence[str]) -> Markup:
     ep = data.episode
     status = ep["status"] + ((" (success)" if ep["success"] else " (wrong)") if ep["status"] == "completed" else "")
+    if data.state == "running":
+        status = "running: its turns so far (this page shows them as of its loading; reload for more)"
+    elif data.state == "unfinished":
+        status = "unfinished: the run that wrote these turns stopped before the episode ended; a resume re-runs it"
     head = _dl([("episode", ep["episode_id"]), ("run", ep["run_id"]), ("file", ep["source_file"]), ("model", ep["model"]),
                 ("env", f"{ep['env']} ({ep['split']}, {ep.get('source') or '?'})"), ("task", ep["task_id"]), ("repeat", ep["repeat"]),
                 ("status", Markup(f'<span class="status" data-status="{esc(ep["status"])}">{esc(status)}</span>')),
@@ -278,6 +282,13 @@ def live(data: Sequence[q.FileLive], files: Sequence[str], now: str) -> Markup:
         if usage:
             parts.append(table(["model", "caller", "requests", "attempts", "retries", "tokens in", "tokens out", "cost USD",
                                 "p50 ms", "p90 ms"], usage, left=2, test_id="usage"))
+        if f.in_progress_total:
+            no = _file_no(files, f.path) if len(files) > 1 else ""
+            shown = [[link(_episode_href(r["run_id"], r["episode_id"], no), r["episode_id"], cls="episode"), r["turns"], r["last_at"]]
+                     for r in f.in_progress.iter_rows(named=True)]
+            title = "Episodes in progress" if f.running else "Unfinished episodes (their run stopped; a resume re-runs them)"
+            parts.append(element("h3", f"{title}: {f.in_progress_total:,} (latest {len(shown)} shown)"))
+            parts.append(table(["episode", "turns so far", "last turn at"], shown, test_id="in-progress"))
     return element("div", join(parts), id="live")
 
 

@@ -206,30 +206,57 @@ class Transcript:
     turns: list[dict[str, Any]]
     calls: list[dict[str, Any]]  # every HTTP attempt of the episode (agent and judge)
     others: list[dict[str, Any]] = field(default_factory=list)  # other stored attempts of the same episode id
+    state: str = ""  # running | unfinished: an episode not finished yet (its turns so far, from live_turns)
+
+
+_EPISODE_FIELDS = ("source_file", "run_id", "episode_id", "model", "env", "split", "task_id", "repeat", "status", "success",
+                   "paper_status", "score", "n_turns", "input_tokens", "output_tokens", "action_mode", "source", "started_at",
+                   "finished_at", "error", "details")
 
 
 def transcript(res: Results, episode_id: str, run_id: str = "", file: str = "") -> Transcript:
+    """The stored episode (latest attempt, or the one of ``run_id``/``file``), or, while it runs, its turns so far."""
     if not episode_id:
         raise ViewError("no episode given: open one from the episode list (/episodes)")
-    try:
-        rows = find_episode(res, episode_id)
-    except ReportError as exc:
-        raise ViewError(str(exc), status=404) from None
     index = _file_index(file, res.paths)
-    chosen = rows
-    if index is not None:
-        chosen = chosen.filter(pl.col("source_file") == str(res.paths[index]))
-    if run_id:
-        chosen = chosen.filter(pl.col("run_id") == run_id)
-    if chosen.is_empty():
+
+    def pick(frame: pl.DataFrame) -> pl.DataFrame:
+        if index is not None:
+            frame = frame.filter(pl.col("source_file") == str(res.paths[index]))
+        return frame.filter(pl.col("run_id") == run_id) if run_id else frame
+
+    rows = pick(res.sql("SELECT * FROM episodes WHERE episode_id = ? ORDER BY finished_at DESC NULLS LAST", [episode_id]))
+    live = pick(res.sql("SELECT * FROM live_turns WHERE episode_id = ? ORDER BY run_id, seq", [episode_id]))
+    if not live.is_empty() and (run_id or rows.is_empty() or live["run_id"][0] not in rows["run_id"].to_list()):
+        return _unfinished(res, live, rows)
+    if rows.is_empty():
+        try:
+            find_episode(res, episode_id)  # its message names close ids
+        except ReportError as exc:
+            raise ViewError(str(exc), status=404) from None
         raise ViewError(f"episode {episode_id!r} has no attempt in run {run_id or '?'} of the file(s) asked for", status=404)
-    ep = chosen.row(0, named=True)
+    ep = rows.row(0, named=True)
     key = [ep["run_id"], ep["episode_id"], ep["source_file"]]
     turns = res.sql("SELECT * FROM turns WHERE run_id = ? AND episode_id = ? AND source_file = ? ORDER BY seq", key)
     calls = res.sql("SELECT * FROM model_calls WHERE run_id = ? AND episode_id = ? AND source_file = ? "
                     "ORDER BY turn, started_at, attempt", key)
     others = [r for r in rows.iter_rows(named=True) if (r["run_id"], r["source_file"]) != (ep["run_id"], ep["source_file"])]
     return Transcript(ep, list(turns.iter_rows(named=True)), list(calls.iter_rows(named=True)), others)
+
+
+def _unfinished(res: Results, live: pl.DataFrame, finished: pl.DataFrame) -> Transcript:
+    first = live.row(0, named=True)
+    live = live.filter((pl.col("run_id") == first["run_id"]) & (pl.col("source_file") == first["source_file"]))
+    status = res.live_status(first["source_file"]) if Path(first["source_file"]) in res.live_files else None
+    state = "running" if status is not None and status.run_id == first["run_id"] else "unfinished"
+    ep: dict[str, Any] = dict.fromkeys(_EPISODE_FIELDS)
+    rest = first["episode_id"].removeprefix(f"{first['model']}/{first['env']}/")
+    split, _, task_repeat = rest.partition("/")
+    task, _, repeat = task_repeat.rpartition("/")
+    ep.update({k: first[k] for k in ("source_file", "run_id", "episode_id", "model", "env")},
+              split=split, task_id=task, repeat=repeat, status=state, n_turns=int(live["turn"].max() or 0),
+              started_at=live["created_at"].min())
+    return Transcript(ep, list(live.iter_rows(named=True)), [], list(finished.iter_rows(named=True)), state)
 
 
 # -- live -----------------------------------------------------------------------------------------
@@ -250,6 +277,11 @@ class FileLive:
     streams: list[Stream]
     figures: dict[str, Any]  # calls, calls_per_s, retries, http_429, input_tokens, output_tokens, cost_usd, eta_s, ...
     usage: pl.DataFrame  # analytics.operations.usage_table (finished episodes' calls) with cost_usd
+    in_progress: pl.DataFrame  # episodes with turns but no end yet (live_turns): the latest IN_PROGRESS_SHOWN
+    in_progress_total: int
+
+
+IN_PROGRESS_SHOWN = 30
 
 
 def live(res: Results) -> list[FileLive]:
@@ -288,7 +320,13 @@ def live(res: Results) -> list[FileLive]:
             ).row(0, named=True)
             span = ops.pop("span_s") or 0.0
             figures = {**ops, "calls_per_s": ops["calls"] / span if span > 0 else None, "eta_s": None, "cost_usd": cost}
-        out.append(FileLive(name, status is not None, streams, figures, usage))
+        in_progress = res.sql(
+            "SELECT run_id, episode_id, model, env, max(turn) AS turns, max(created_at) AS last_at, count(*) OVER () AS total "
+            f"FROM live_turns WHERE source_file = ? GROUP BY ALL ORDER BY last_at DESC NULLS LAST LIMIT {IN_PROGRESS_SHOWN}",
+            [name],
+        )
+        total = int(in_progress["total"][0]) if in_progress.height else 0
+        out.append(FileLive(name, status is not None, streams, figures, usage, in_progress.drop("total"), total))
     return out
 
 
