@@ -1,6 +1,6 @@
 """alfworld on the real engine (alfworld + textworld): every built-in game won by the oracle through the
 protocol in both action modes, the weak policy's statuses, real observations, engine failures as
-env_error, memory of closed games released, and the generator reproducing the committed suites."""
+env_error, memory of closed games released."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import importlib.util
 import json
 import os
 import signal
-import sys
 from collections import Counter
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -24,7 +23,7 @@ from agentbench_async.envs.alfworld.tasks import builtin_root
 from agentbench_async.envs.base import EpisodeContext, Task
 from agentbench_async.testing import play
 from agentbench_async.types import ModelReply
-from support import REPO, require
+from support import require
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -183,19 +182,37 @@ async def test_closed_games_release_their_memory() -> None:
         await pool.close()
 
 
-def test_generator_reproduces_the_committed_suites() -> None:
+async def test_official_split_and_prompts_play_games_under_alfworld_data(official_data_dir: Path, tmp_path: Path) -> None:
+    """--data-dir (AgentBench's split files and prompt file) + --alfworld-data (the games): the official
+    dev split's game paths are resolved under the ALFWorld data folder. The official games are not here, so
+    a built-in game of the same type is placed at each path; the oracle plays them from there."""
     require(HAS_ENGINE, NEED)
-    spec = importlib.util.spec_from_file_location("alfworld_generate", REPO / "environments" / "alfworld" / "generate.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up
+    builtin = ALFWorldEnvironment()
+    by_type = {t.data["type"]: builtin_root() / t.data["game"] for t in builtin.tasks("dev")}
+    official = ALFWorldEnvironment(data_dir=official_data_dir, options={"alfworld_data": str(tmp_path), "workers": "1"})
+    tasks = list(official.tasks("dev"))
+    chosen = [next(t for t in tasks if t.data["type"] == key) for key in by_type]
+    for task in chosen:
+        target = tmp_path / task.data["game"]
+        target.parent.mkdir(parents=True)
+        target.write_bytes(by_type[task.data["type"]].read_bytes())
+    assert ALFWorldEnvironment.plays_official_tasks(official_data_dir, {"alfworld_data": str(tmp_path)})
+    assert not ALFWorldEnvironment.plays_official_tasks(None, {"alfworld_data": str(tmp_path)})
+    await official.start()
     try:
-        spec.loader.exec_module(module)
+        tasks = [t for t in official.tasks("dev") if (tmp_path / t.data["game"]).is_file()]
+        assert len(tasks) == 6 and all(t.source == "official" and t.data["walkthrough"] for t in tasks)
+        records = await asyncio.gather(*(play(official, t, "oracle") for t in tasks))
+        assert [r.status for r in records] == [st.COMPLETED] * 6 and all(r.source == "official" for r in records)
+        # the one-shot example is AgentBench's own prompt file's
+        session = await official.open_session(tasks[0], EpisodeContext(episode_id="p", action_mode="text"))
+        messages = await session.begin()
+        await session.close()
+        upstream = json.loads((official_data_dir / "alfworld" / "prompts" / "alfworld_multiturn_plan_first.json").read_text())
+        assert messages[2]["content"] == "Here is one example.\n" + upstream[tasks[0].data["prompt"]][0]
+        # a game of the split that is not under the data folder: env_error naming the file
+        missing = next(t for t in official.tasks("dev") if not (tmp_path / t.data["game"]).is_file())
+        record = await play(official, missing, "oracle")
+        assert record.status == st.ENV_ERROR and missing.data["game"] in (record.error or "") and "--alfworld-data" in (record.error or "")
     finally:
-        sys.modules.pop(spec.name, None)
-    files = module.build(play=False)  # the oracle tests above play every game
-    root = builtin_root()
-    committed = {str(p.relative_to(root)) for p in root.joinpath("games").rglob("*") if p.is_file()}
-    assert committed == {rel for rel in files if rel.startswith("games/")}
-    for rel, text in files.items():
-        assert (root / rel).read_text(encoding="utf-8") == text, f"{rel} differs: run environments/alfworld/generate.py"
+        await official.close()

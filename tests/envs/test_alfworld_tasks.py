@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -11,6 +13,10 @@ import pytest
 from agentbench_async.envs.alfworld import ALFWorldEnvironment
 from agentbench_async.envs.alfworld.tasks import PROMPT_KEYS, TASK_TYPES, builtin_root, load_examples, require_official_root
 from agentbench_async.errors import EnvUnavailableError, TaskFileError
+from support import REPO, require
+
+HAS_ENGINE = all(importlib.util.find_spec(m) is not None for m in ("alfworld", "textworld", "fast_downward"))
+NEED = "the alfworld extra is not installed (pip install -e '.[alfworld]')"
 
 
 def test_official_split_files_load_with_readme_counts(official_data_dir: Path) -> None:
@@ -113,3 +119,42 @@ def test_official_walkthroughs_are_read_when_the_games_are_here(tmp_path: Path) 
     tasks = list(ALFWorldEnvironment(data_dir=data, options={"alfworld_data": str(root)}).tasks("dev"))
     assert tasks[0].data["walkthrough"] == ["go to desk 1", "take pen 1 from desk 1"]
     assert "walkthrough" not in tasks[1].data
+
+
+def test_logic_converted_from_the_package_is_agentbenchs_2_1_1(official_data_dir: Path) -> None:
+    """The domain and grammar the built-in games embed, derived from the installed alfworld (2.1.2 files),
+    are byte for byte the 2.1.1 files AgentBench's games were made with."""
+    require(HAS_ENGINE, NEED)
+    from agentbench_async.envs.alfworld.logic import load_logic_211
+
+    domain, grammar = load_logic_211()
+    logic = official_data_dir / "alfworld" / "agentbench-fc" / "logic"
+    assert domain == (logic / "alfred.pddl").read_text(encoding="utf-8")
+    assert grammar == (logic / "alfred.twl2").read_text(encoding="utf-8")
+    assert 'template :: "put {o} in/on {r}";' in grammar and "action help" not in grammar
+
+
+def test_generator_reproduces_the_committed_suites() -> None:
+    require(HAS_ENGINE, NEED)
+    spec = importlib.util.spec_from_file_location("alfworld_generate", REPO / "environments" / "alfworld" / "generate.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.modules.pop(spec.name, None)
+    files = module.build(play=False)  # the oracle tests above play every game
+    root = builtin_root()
+    committed = {str(p.relative_to(root)) for p in root.joinpath("games").rglob("*") if p.is_file()}
+    assert committed == {rel for rel in files if rel.startswith("games/")}
+    for rel, text in files.items():
+        assert (root / rel).read_text(encoding="utf-8") == text, f"{rel} differs: run environments/alfworld/generate.py"
+
+
+async def test_a_data_folder_without_the_split_files_games_is_refused(official_data_dir: Path, tmp_path: Path) -> None:
+    (tmp_path / "json_2.1.2").mkdir()
+    env = ALFWorldEnvironment(data_dir=official_data_dir, options={"alfworld_data": str(tmp_path)})
+    with pytest.raises(EnvUnavailableError, match="has no json_2.1.1/ .*json_2.1.2.*grammar differs") as info:
+        await env.start()
+    assert "\n" not in str(info.value)

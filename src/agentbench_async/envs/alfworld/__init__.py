@@ -26,7 +26,7 @@ from ...errors import ConfigError, EnvUnavailableError
 from ..base import Environment, EpisodeContext, Session, Task
 from .engine import GamePool
 from .session import MAX_STEPS, ALFWorldSession
-from .tasks import alfworld_data_root, builtin_root, load_examples, load_tasks, require_official_root
+from .tasks import alfworld_data_root, builtin_root, check_game_folders, load_examples, load_tasks, require_official_root
 
 _DEFAULT_CAPACITY = 128
 INSTALL_HINT = "pip install 'agentbench-async[alfworld]' (the alfworld and textworld packages)"
@@ -90,7 +90,7 @@ class ALFWorldEnvironment(Environment):
                 if importlib.util.find_spec(module) is None:
                     raise EnvUnavailableError(f"alfworld: the game engine is not installed ({module} missing); {INSTALL_HINT}")
             if self.data_dir is not None:
-                require_official_root(self.options)
+                check_game_folders(self.data_dir, require_official_root(self.options))
             self._examples = load_examples(self.data_dir)
             pool = GamePool(self._workers)
             await pool.start()

@@ -38,7 +38,7 @@ BUILTIN_FILES = {"dev": "dev.json", "test": "test.json"}
 OFFICIAL_PROMPTS = "prompts/alfworld_multiturn_plan_first.json"
 BUILTIN_PROMPTS = "prompts.json"
 DATA_HINT = (
-    "ALFWorld's data folder (the json_2.1.1 games: alfworld-download, or the json_2.1.1_tw-pddl release zip) "
+    "ALFWorld's data folder holding json_2.1.1/ (ALFWorld release 0.2.2's json_2.1.1_tw-pddl.zip, unpacked) "
     "via --alfworld-data DIR or $ALFWORLD_DATA"
 )
 
@@ -99,6 +99,26 @@ def require_official_root(options: dict[str, Any]) -> Path:
     if not root.is_dir():
         raise EnvUnavailableError(f"alfworld: ALFWorld data folder {root} does not exist; give {DATA_HINT}")
     return root
+
+
+def check_game_folders(data_dir: Path, root: Path) -> None:
+    """Refuse (one line) an ALFWorld data folder that lacks the top folder of the split files' games, e.g.
+    ``json_2.1.1`` — alfworld >= 0.4's ``alfworld-download`` fetches ``json_2.1.2``, whose grammar differs."""
+    tops: set[str] = set()
+    for split in OFFICIAL_FILES:
+        path = split_path(data_dir, split)
+        if path.is_file():
+            tops |= {Path(game).parts[0] for _, game in read_split(path)}
+    missing = sorted(top for top in tops if not (root / top).is_dir())
+    if not missing:
+        return
+    note = ""
+    if "json_2.1.1" in missing and (root / "json_2.1.2").is_dir():
+        note = (
+            " (it has json_2.1.2, which alfworld >= 0.4's alfworld-download fetches: its grammar differs from the"
+            " 2.1.1 games AgentBench used, so its games cannot stand in for them)"
+        )
+    raise EnvUnavailableError(f"alfworld: ALFWorld data folder {root} has no {', '.join(m + '/' for m in missing)}{note}; give {DATA_HINT}")
 
 
 def read_walkthrough(path: Path) -> list[str] | None:
