@@ -13,6 +13,7 @@ head of the kept tail without their assistant call are dropped as well.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Literal
 
@@ -24,6 +25,8 @@ AGENTBENCH_SEGMENT_BUDGET = 3500
 
 def count_segments(text: str) -> int:
     """AgentBench's length measure for the history budget."""
+    if text.isascii():  # the common case: one regex match per segment, no Python loop per character
+        return len(_ASCII_SEGMENT.findall(text))
     segments = 0
     run = 0  # letters in the current word piece
     for char in text:
@@ -41,6 +44,10 @@ def count_segments(text: str) -> int:
     return segments + (1 if run else 0)
 
 
+# On ASCII text str.isalpha() is [A-Za-z]; a greedy {1,7} splits a run of letters as the rule does.
+_ASCII_SEGMENT = re.compile(r"[A-Za-z]{1,7}|[^A-Za-z \n]")
+
+
 def _full(messages: list[Message]) -> list[Message]:
     return messages
 
@@ -48,13 +55,18 @@ def _full(messages: list[Message]) -> list[Message]:
 def _agentbench(messages: list[Message]) -> list[Message]:
     if not messages:
         return messages
-    total = count_segments(messages[0].get("content") or "")
     kept: list[Message] = []
-    for message in reversed(messages[1:]):
-        total += count_segments(message.get("content") or "")
-        if total >= AGENTBENCH_SEGMENT_BUDGET:
-            break
-        kept.append(message)
+    if sum(len(m.get("content") or "") for m in messages) < AGENTBENCH_SEGMENT_BUDGET:
+        # each segment covers at least one character: a conversation shorter than the budget in
+        # characters keeps every message (no count needed)
+        kept.extend(reversed(messages[1:]))
+    else:
+        total = count_segments(messages[0].get("content") or "")
+        for message in reversed(messages[1:]):
+            total += count_segments(message.get("content") or "")
+            if total >= AGENTBENCH_SEGMENT_BUDGET:
+                break
+            kept.append(message)
     # In tools mode a kept tail may start with results of tool calls whose assistant message was dropped:
     # providers refuse such orphans, so they go too (text mode has no tool messages: AgentBench's rule).
     while kept and kept[-1].get("role") == "tool":

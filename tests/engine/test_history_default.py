@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import random
+import string
+
 from agentbench_async.config import RunConfig
-from agentbench_async.history import AGENTBENCH_SEGMENT_BUDGET, history_policy
+from agentbench_async.history import AGENTBENCH_SEGMENT_BUDGET, count_segments, history_policy
 from agentbench_async.types import Message
 
 
@@ -24,3 +27,39 @@ def test_tools_mode_tail_never_starts_with_an_orphan_tool_result() -> None:
     assert shaped[1]["role"] == "assistant" and shaped[1]["tool_calls"][0]["id"] == "c3"
     call_ids = {c["id"] for m in shaped if m.get("tool_calls") for c in m["tool_calls"]}
     assert all(m["tool_call_id"] in call_ids for m in shaped if m["role"] == "tool")
+
+
+def _segments_char_by_char(text: str) -> int:
+    """AgentBench's rule spelled out one character at a time (the reference for the fast count)."""
+    segments = run = 0
+    for char in text:
+        if char.isalpha():
+            run += 1
+            if run == 7:
+                segments, run = segments + 1, 0
+        else:
+            segments, run = segments + (1 if run else 0), 0
+            segments += char not in (" ", "\n")
+    return segments + (1 if run else 0)
+
+
+def test_segment_count_matches_the_rule_on_any_text() -> None:
+    rng = random.Random(7)
+    alphabets = [string.ascii_letters, string.printable, " \n\tab.", string.ascii_letters + "éßΩ中 \n1_", "ａｂ٣①½ "]
+    for alphabet in alphabets:
+        for _ in range(300):
+            text = "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 60)))
+            assert count_segments(text) == _segments_char_by_char(text), text
+
+
+def test_short_conversations_are_sent_whole_and_long_ones_cut_at_the_budget() -> None:
+    shape = history_policy("agentbench")
+    short: list[Message] = [{"role": "user", "content": "instructions"}, {"role": "assistant", "content": "a" * 100},
+                            {"role": "user", "content": "obs"}]  # fmt: skip
+    assert shape(short) == short  # the first message only copied; the tail starts with the model's turn
+    # just at the budget in characters but below it in segments (7 letters a segment): nothing is dropped
+    letters: list[Message] = [{"role": "user", "content": "x"}, {"role": "assistant", "content": "a" * AGENTBENCH_SEGMENT_BUDGET}]
+    assert shape(letters) == letters
+    # at the budget in segments: the long message goes and the first message says so
+    punctuation: list[Message] = [{"role": "user", "content": "x"}, {"role": "assistant", "content": "." * AGENTBENCH_SEGMENT_BUDGET}]
+    assert shape(punctuation) == [{"role": "user", "content": "x\n\n[NOTICE] 1 messages are omitted."}]
