@@ -80,3 +80,10 @@ def test_wilcoxon_exact_and_normal() -> None:
     assert big.method == "normal" and big.p_value < 1e-10
     balanced = wilcoxon_signed_rank([(-1) ** i * (i // 2 + 1) for i in range(100)])
     assert balanced.method == "normal" and balanced.p_value > 0.5
+
+
+def test_mcnemar_exact_with_thousands_of_discordant_pairs() -> None:
+    # a float sum of C(n, i) overflowed past ~1,030 discordant pairs (compare on a big file failed)
+    assert mcnemar_exact(600, 500) == pytest.approx(0.0028195449914, rel=1e-9)
+    assert mcnemar_exact(5000, 5000) == 1.0
+    assert 0.0 < mcnemar_exact(2600, 2400) < 0.01

@@ -109,8 +109,12 @@ def mcnemar_exact(a_only: int, b_only: int) -> float:
     if n == 0:
         return 1.0
     k = min(a_only, b_only)
-    tail = math.fsum(math.comb(n, i) for i in range(k + 1)) / 2**n
-    return min(1.0, 2 * tail)
+    # exact integers (a float sum of C(n, i) overflows past n ~ 1,030 discordant pairs); int / int rounds correctly
+    tail, term = 0, 1
+    for i in range(k + 1):
+        tail += term
+        term = term * (n - i) // (i + 1)
+    return min(1.0, 2 * tail / 2**n)
 
 
 @dataclass(frozen=True)
