@@ -262,7 +262,9 @@ async def _demo(out: Path, split: str, envs: list[str], limit: int | None, *, pr
     finally:
         await server.stop()
     _err.print(f"demo: {summary.episodes} episodes finished, {summary.skipped} already done -> {out}")
-    _print_report([out], html=None, json_out=False)
+    from .analytics import commands
+
+    commands.summary(out, console=_console)  # the short summary and the commands that show more
     return 130 if summary.interrupted else 0
 
 

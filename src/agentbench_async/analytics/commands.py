@@ -18,7 +18,7 @@ from .html_report import write_html
 from .loading import ReportError, Results, load
 from .report import build_report
 from .run_settings import model_settings, settings_conflicts
-from .terminal import render
+from .terminal import render, render_summary
 from .transcript import render_episode
 
 
@@ -45,6 +45,14 @@ def report(
         render(rep, console)
         if html is not None:
             console.print(f"HTML report written to {html}")
+    return 0
+
+
+def summary(path: Path, *, console: Console) -> int:
+    """What ``agentbench demo`` prints at its end: scores, OA, top failure classes, and the commands to see more."""
+    with load(path) as res:
+        rep = build_report(res)
+    render_summary(rep, console, str(path))
     return 0
 
 

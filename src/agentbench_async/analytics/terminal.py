@@ -1,12 +1,23 @@
-"""Rich tables for the terminal."""
+"""Rich tables for the terminal.
+
+Every table is printed through ``print_table``: as it is when the terminal is wide enough for every header
+and cell word, else without vertical rules, else split into column groups that repeat the row's key columns
+(model, env), so no header or number is ever cut to "co…" at 80 columns and a wide terminal shows one table.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import polars as pl
+from rich import box
 from rich.console import Console
+from rich.cells import cell_len
+from rich.markup import escape
+from rich.measure import Measurement
 from rich.table import Table
+from rich.text import Text
 
 from .failures import FAILURE_CLASSES, INFRA_CLASSES, PAPER_COLUMNS, PAPER_TITLES
 from .report import Report
@@ -56,22 +67,38 @@ def overall_table(report: Report) -> Table:
     return table
 
 
-def classes_table(report: Report) -> Table:
-    table = Table(title="Failure classes per model × env: count (share %); infrastructure classes are not the model's fault",
+# Narrow terminals: the failure classes under short names on purpose (the paper's own CLE/TLE style), with a legend
+SHORT_CLASSES: dict[str, str] = {
+    "completed_success": "ok", "completed_wrong": "wrong", "context_limit_exceeded": "CLE", "invalid_format": "IF",
+    "invalid_action": "IA", "task_limit_exceeded": "TLE", "env_error": "env", "model_error": "API", "cancelled": "cancel",
+    "completed": "Completed",
+}  # fmt: skip
+CLASS_LEGEND = ("ok/wrong = completed with a right/wrong answer; CLE = context limit exceeded; IF = invalid format; "
+                "IA = invalid action; TLE = task limit exceeded; env, API = environment or model-server failures; "
+                "cancel = cancelled")  # fmt: skip
+
+
+def classes_table(report: Report, short: bool = False) -> Table:
+    """Counts (and shares) per failure class; ``short``: counts only, under the short class names."""
+    what = "count" if short else "count (share %)"
+    table = Table(title=f"Failure classes per model × env: {what}; infrastructure classes are not the model's fault",
                   title_justify="left")
     table.add_column("model")
     table.add_column("env")
     for cls in FAILURE_CLASSES:
         style = "dim" if cls in INFRA_CLASSES else None
-        table.add_column(cls.replace("_", " "), justify="right", style=style)
+        table.add_column(SHORT_CLASSES[cls] if short else cls.replace("_", " "), justify="right", style=style)
     table.add_column("total", justify="right")
     for r in report.class_counts.iter_rows(named=True):
-        cells = [f"{r[c]} ({pct(r[c] / r['total'] if r['total'] else None, 0)}%)" if r[c] else "0" for c in FAILURE_CLASSES]
+        if short:
+            cells = [str(r[c]) for c in FAILURE_CLASSES]
+        else:
+            cells = [f"{r[c]} ({pct(r[c] / r['total'] if r['total'] else None, 0)}%)" if r[c] else "0" for c in FAILURE_CLASSES]
         table.add_row(r["model"], r["env"], *cells, str(r["total"]))
     return table
 
 
-def paper_table(report: Report) -> Table:
+def paper_table(report: Report, short: bool = False) -> Table:
     table = Table(
         title="AgentBench paper convention (% of episodes): Task Limit Exceeded also holds env/API errors; cancelled left out",
         title_justify="left",
@@ -79,11 +106,28 @@ def paper_table(report: Report) -> Table:
     table.add_column("model")
     table.add_column("env")
     for col in PAPER_COLUMNS:
-        table.add_column(PAPER_TITLES[col], justify="right")
+        table.add_column(SHORT_CLASSES[col] if short else PAPER_TITLES[col], justify="right")
     table.add_column("episodes", justify="right")
     for r in report.paper.iter_rows(named=True):
         table.add_row(r["model"], r["env"], *[pct(r[c]) for c in PAPER_COLUMNS], str(r["episodes"]))
     return table
+
+
+def print_reasons(report: Report, console: Console) -> None:
+    """The top failure reasons: a table when it fits, else one short block per reason."""
+    table = reasons_table(report)
+    if _min_width(console, table) <= console.width:
+        print_table(console, table)
+        return
+    console.print(f"[bold]{table.title}[/]", highlight=False)
+    for r in report.reasons.iter_rows(named=True):
+        example = (r["examples"] or [{}])[0]
+        turns = f"{_num(r['turns_min'])}/{_num(r['turns_median'], 1)}/{_num(r['turns_max'])}"
+        console.print(f"[bold]{escape(r['model'])}[/] · {r['env']} · {r['failure_class']} · {r['episodes']} episodes · "
+                      f"turns min/med/max {turns}", highlight=False)  # fmt: skip
+        console.print(f"  reason: {escape(_short(r['reason'], 200))}", highlight=False)
+        if example.get("episode_id"):
+            console.print(f"  e.g. {escape(example['episode_id'])}: {escape(_short(example.get('last_output'), 120))}", highlight=False)
 
 
 def reasons_table(report: Report) -> Table:
@@ -160,6 +204,85 @@ def operations_tables(report: Report) -> list[Table]:
     return tables
 
 
+def print_table(console: Console, table: Table, keys: int = 2) -> None:
+    """Print ``table`` (its title as a line above it) so that nothing is cut at the console's width."""
+    for part in fit_table(console, table, keys):
+        if part.title:
+            console.print(f"[bold]{part.title}[/]", highlight=False)
+            part.title = None
+        console.print(part)
+
+
+def fit_table(console: Console, table: Table, keys: int = 2) -> list[Table]:
+    """``table`` as is if every header and cell word fits the console's width; else compact (no vertical rules);
+    else split into several compact tables, each repeating the first ``keys`` columns."""
+    every = list(range(len(table.columns)))
+    full = _copy(table, every, table.title, compact=False)
+    if _min_width(console, full) <= console.width:
+        return [_set_widths(console, full)]
+    compact = _copy(table, every, table.title)
+    if _min_width(console, compact) <= console.width or len(every) <= keys + 1:
+        return [_set_widths(console, compact)]
+    key_cols, groups, current = every[:keys], [], []  # type: ignore[var-annotated]
+    for index in every[keys:]:
+        if current and _min_width(console, _copy(table, [*key_cols, *current, index], None)) > console.width:
+            groups.append(current)
+            current = []
+        current.append(index)
+    groups.append(current)
+    title = str(table.title) if table.title else ""
+    return [_set_widths(console, _copy(table, [*key_cols, *group], f"{title} ({i}/{len(groups)})" if title else None))
+            for i, group in enumerate(groups, 1)]  # fmt: skip
+
+
+def _set_widths(console: Console, table: Table) -> Table:
+    """When ``table`` is wider than the console, fix its column widths: each column its longest word, the room
+    left shared in proportion to what each would like more (rich's own shrinking may cut words)."""
+    lows = [col.min_width or 0 for col in table.columns]
+    highs = [max(low, _longest_line(col.header), *(_longest_line(c) for c in col.cells)) for low, col in zip(lows, table.columns)]
+    room = console.width - (_min_width(console, table) - sum(lows))  # the width the cells can have in all
+    if sum(highs) <= room:
+        return table
+    spare, wants = room - sum(lows), [h - lo for lo, h in zip(lows, highs)]
+    for col, low, want in zip(table.columns, lows, wants):
+        col.width = low + (spare * want // sum(wants) if sum(wants) else 0)
+    return table
+
+
+def _plain(cell: Any) -> str:
+    return cell.plain if isinstance(cell, Text) else Text.from_markup(cell).plain if isinstance(cell, str) else ""
+
+
+def _longest_word(cell: Any) -> int:
+    return max((cell_len(word) for word in _plain(cell).split()), default=0)
+
+
+def _longest_line(cell: Any) -> int:
+    return max((cell_len(line) for line in _plain(cell).splitlines()), default=0)
+
+
+def _min_width(console: Console, table: Table) -> int:
+    return Measurement.get(console, console.options.update_width(100_000), table).minimum  # unclamped by the console
+
+
+def _copy(table: Table, columns: Iterable[int], title: Any, compact: bool = True) -> Table:
+    """A copy of ``table`` with only ``columns`` (rows, headers, alignment and styles kept), compact (no vertical
+    rules) or in its own box; each column is at least as wide as its longest word, so rich never cuts one."""
+    cols = [table.columns[i] for i in columns]
+    if compact:
+        out = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1),
+                    collapse_padding=True)  # fmt: skip
+    else:
+        out = Table(title=title, title_justify="left", box=table.box, show_edge=table.show_edge, padding=table.padding)
+    cells = [list(col.cells) for col in cols]
+    for col, column_cells in zip(cols, cells):
+        out.add_column(col.header, justify=col.justify, style=col.style, overflow=col.overflow, no_wrap=col.no_wrap,
+                       min_width=max(_longest_word(c) for c in [col.header, *column_cells]))  # fmt: skip
+    for row in zip(*cells):
+        out.add_row(*row)
+    return out
+
+
 def print_settings(report: Report, console: Console) -> None:
     """The runs' result-deciding settings that are not AgentBench v0.2's (or that there are none)."""
     groups = report.deviation_groups()
@@ -184,15 +307,49 @@ def render(report: Report, console: Console) -> None:
     if report.class_counts.is_empty():
         console.print("no finished episodes yet")
         return
-    console.print(scores_table(report))
+    print_table(console, scores_table(report))
     if not report.overall.is_empty():
-        console.print(overall_table(report))
-    console.print(classes_table(report))
-    console.print(paper_table(report))
+        print_table(console, overall_table(report), keys=1)
+    classes, paper = classes_table(report), paper_table(report)
+    short = _min_width(console, classes) > console.width  # narrow: short class names on purpose, with a legend
+    print_table(console, classes_table(report, short=True) if short else classes)
+    print_table(console, paper_table(report, short=True) if short else paper)
+    if short:
+        console.print(f"[dim]{CLASS_LEGEND}[/]", highlight=False)
     if not report.reasons.is_empty():
-        console.print(reasons_table(report))
+        print_reasons(report, console)
     for table in repeats_tables(report):
-        console.print(table)
+        print_table(console, table)
     if not report.usage.is_empty():
         for table in operations_tables(report):
-            console.print(table)
+            print_table(console, table)
+
+
+def render_summary(report: Report, console: Console, path: str) -> None:
+    """A short summary (scores per model x env, OA, the most common failure classes) and the commands to see more."""
+    if report.class_counts.is_empty():
+        console.print("no finished episodes yet")
+        return
+    envs = sorted(report.scores["env"].unique().to_list())
+    oa = {r["model"]: r["oa"] for r in report.overall.iter_rows(named=True)}
+    table = Table(title="Scores (%) per model and environment, and the overall AgentBench score (OA)", title_justify="left")
+    table.add_column("model")
+    for env in envs:
+        table.add_column(env, justify="right")
+    table.add_column("OA", justify="right")
+    for model in sorted(report.scores["model"].unique().to_list()):
+        rows = {r["env"]: r["score"] for r in report.scores.filter(pl.col("model") == model).iter_rows(named=True)}
+        table.add_row(model, *[pct(rows.get(env), 0) if env in rows else "" for env in envs],
+                      f"{oa[model]:.2f}" if model in oa else "–")  # fmt: skip
+    print_table(console, table, keys=1)
+    console.print("[bold]Most common failure classes[/] (episodes, share of the model's episodes)", highlight=False)
+    per_model = report.class_counts.group_by("model").agg(pl.col(c).sum() for c in (*FAILURE_CLASSES, "total")).sort("model")
+    for r in per_model.iter_rows(named=True):
+        failures = sorted(((r[c], c) for c in FAILURE_CLASSES if c != "completed_success" and r[c]), reverse=True)[:3]
+        listed = ", ".join(f"{c.replace('_', ' ')} {n} ({pct(n / r['total'], 0)}%)" for n, c in failures) or "none"
+        console.print(f"  {escape(r['model'])}: {listed}", highlight=False)
+    quoted = path if " " not in path else f'"{path}"'
+    console.print("[bold]See more:[/] every table; the same in the browser (failure classes -> episodes -> transcripts); "
+                  "one episode's transcript", highlight=False)
+    for command in (f"agentbench report {quoted}", f"agentbench view {quoted}", f"agentbench show {quoted} EPISODE_ID"):
+        console.print(f"  {command}", soft_wrap=True, highlight=False, markup=False)  # never broken: copy and paste it
