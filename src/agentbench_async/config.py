@@ -15,6 +15,7 @@ from .envs import available_envs, env_class
 from .errors import AgentBenchError, ConfigError
 from .history import POLICY_NAMES
 from .models import PROVIDERS, ModelConfig
+from .models.batches import batch_settings
 from .settings import AGENTBENCH_HISTORY, DEVIATIONS_KEY, deviations_json
 
 _MODEL_FIELDS = {f.name: f for f in dataclasses.fields(ModelConfig)}
@@ -123,6 +124,13 @@ def _check_model(cfg: ModelConfig, where: str) -> None:
     if cfg.base_url is not None and not str(cfg.base_url).startswith(("http://", "https://")):
         raise ConfigError(f"{where}.base_url: {cfg.base_url!r} is not an http(s) URL")
     cfg.check(where)  # reasoning fields, Anthropic thinking constraints, proxy/CA fields
+    batch_settings(cfg.batch, where)
+    for name in ("price_in", "price_out", "price_cached_in", "price_cache_write"):
+        value = getattr(cfg, name)
+        if value is not None and (not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0):
+            raise ConfigError(f"{where}.{name}: expected USD per 1M tokens (a number >= 0), got {value!r}")
+    if not isinstance(cfg.batch_discount, (int, float)) or isinstance(cfg.batch_discount, bool) or not 0 <= cfg.batch_discount <= 1:
+        raise ConfigError(f"{where}.batch_discount: expected the share a batch request saves, 0 to 1 (0.5 = half price), got {cfg.batch_discount!r}")
 
 
 def load_config_file(path: Path) -> dict[str, Any]:

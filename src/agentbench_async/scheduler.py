@@ -30,9 +30,11 @@ from .episode import AgentFn, EpisodeCancelled, EpisodeSpec, run_episode
 from .errors import AgentBenchError, EnvUnavailableError
 from .mock.policy import CALLER_HEADER, EPISODE_HEADER, TASK_HEADER
 from .models import ModelClient, ModelConfig, open_client
+from .models.batches import BatchClient, batch_settings
 from .progress import Progress
 from .records import CallRow, EpisodeRecord
 from .store import EpisodeWriter, Store
+from .store.batch_ledger import BatchLedger
 from .types import Message, ModelReply
 
 
@@ -110,6 +112,7 @@ class Evaluation:
         self._stopping = asyncio.Event()
         self._tasks: set[asyncio.Task[None]] = set()
         self._disabled_models: set[str] = set()
+        self._ledger: BatchLedger | None = None
 
     def stop(self) -> None:
         """Stop admitting episodes and cancel those in flight (SIGINT)."""
@@ -154,9 +157,13 @@ class Evaluation:
             summary.fatal_errors.extend(failed_starts)  # the others run; the exit code says one failed
             writer = EpisodeWriter(store, run_id, fingerprint, replace=store.rerun_episode_ids(fingerprint), progress=self.progress.snapshot)
             writer.start()
+            models = [m for m in [*cfg.models, cfg.judge] if m is not None]
+            self._ledger = BatchLedger(store, run_id, fingerprint) if any(m.batch for m in models) else None
             try:
                 await self._run_streams(envs, done, counts, writer, summary)
             finally:
+                if self._ledger is not None:
+                    self._ledger.close()
                 await writer.close()
                 summary.rows_written, summary.write_seconds = writer.rows_written, writer.write_seconds
                 if writer.live_error:
@@ -182,6 +189,9 @@ class Evaluation:
             for model in cfg.models:
                 clients[model.name] = self._client(model, sessions)
             judge = self._client(cfg.judge, sessions, shared=clients) if cfg.judge else None
+            batched = {id(c): await self._batched(c, done) for c in [*clients.values(), judge] if c is not None}
+            clients = {name: batched[id(c)] for name, c in clients.items()}
+            judge = batched[id(judge)] if judge is not None else None
             self.progress.clients = list(clients.values()) + ([judge] if judge and judge not in clients.values() else [])
             global_sem = asyncio.Semaphore(cfg.max_concurrency)
             env_sems = {name: asyncio.Semaphore(min(env.capacity, cfg.max_concurrency)) for name, env in envs.items()}
@@ -213,12 +223,24 @@ class Evaluation:
                 gc.unfreeze()
                 self._remove_sigint(loop)
         finally:
+            for c in {id(c): c for c in self.progress.clients}.values():
+                if isinstance(c, BatchClient):
+                    await c.aclose()  # batches in progress stay recorded in the file: a resumed run collects them
             for s in sessions:
                 await s.close()
         summary.interrupted = self._stopping.is_set()
         summary.seconds = loop.time() - start
         summary.calls = sum(c.stats["calls"] for c in self.progress.clients)
         summary.retries = sum(c.stats["retries"] for c in self.progress.clients)
+
+    async def _batched(self, client: ModelClient, done: set[str]) -> ModelClient:
+        """A model with ``batch:`` sends its requests through its provider's batch API."""
+        settings = batch_settings(client.config.batch, f"model {client.config.name!r}")
+        if settings is None:
+            return client
+        batch_client = BatchClient(client, settings, self._ledger)
+        await batch_client.start(done)
+        return batch_client  # type: ignore[return-value]  # same complete() and stats as a ModelClient
 
     def _client(self, model: ModelConfig, sessions: list[aiohttp.ClientSession], shared: dict[str, ModelClient] | None = None) -> ModelClient:
         if shared and model.name in shared:

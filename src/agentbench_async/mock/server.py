@@ -1,5 +1,5 @@
 """The built-in mock model: an aiohttp server speaking OpenAI Chat Completions (``/v1/chat/completions``)
-and Anthropic Messages (``/v1/messages``) on loopback.
+and Anthropic Messages (``/v1/messages``) on loopback, with both providers' batch APIs (``batches.py``).
 
 It answers with the environments' policies (``oracle``, ``weak``, ``judge``...) and can misbehave on
 purpose: latency, 429 with Retry-After, 5xx, timeouts, connection resets, malformed or truncated JSON,
@@ -29,6 +29,7 @@ from ..envs.base import Environment, Task
 from ..errors import AgentBenchError
 from ..types import Message
 from .policy import CALLER_HEADER, EPISODE_HEADER, TASK_HEADER, PolicyReply, env_policies, run_policy
+from .batches import MockBatches
 from .caching import CacheUsage, PromptCache
 from .providers import (FATAL_FAULTS, THINKING_TEXT, anthropic_thinking_error, openai_parameter_error, overflow_body,
                         overflow_response, signature)  # fmt: skip
@@ -61,6 +62,11 @@ class MockOptions:
     reasoning_tokens: int = 64  # thinking tokens per reply; a max_(completion_)tokens at or below it is used up thinking
     # prompt caching as the providers report it (caching.PromptCache): prefixes of at least this many tokens
     cache_min_tokens: int = 1024
+    # batch APIs (batches.MockBatches): processing delay, per-request errors, expiry half-way, queue limit
+    batch_delay_s: float = 0.05
+    batch_error_script: list[str] = field(default_factory=list)  # first batch requests: "error" (a 500 result) or "ok"
+    batch_expire_batches: int = 0  # this many first batches expire after half of their requests ran
+    batch_max_in_progress: int | None = None  # batches in progress at once; more are refused (the providers' queue limit)
 
 
 class MockModelServer:
@@ -74,6 +80,7 @@ class MockModelServer:
         self.stats: Counter[str] = Counter()
         self.max_requests_in_window = 0
         self.cache = PromptCache(self.options.cache_min_tokens)
+        self.batches = MockBatches(self)
         self._runner: web.AppRunner | None = None
         self.port: int | None = None
         self.host = "127.0.0.1"
@@ -85,6 +92,7 @@ class MockModelServer:
         app.router.add_post("/v1/messages", self._anthropic)
         app.router.add_get("/v1/models", self._models)
         app.router.add_get("/stats", self._stats)
+        self.batches.routes(app)
         return app
 
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
@@ -102,6 +110,7 @@ class MockModelServer:
         return f"http://{self.host}:{self.port}/v1"
 
     async def stop(self) -> None:
+        await self.batches.stop()
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None

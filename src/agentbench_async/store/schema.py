@@ -88,6 +88,30 @@ CREATE TABLE IF NOT EXISTS model_calls (
     batch_id      VARCHAR               -- the provider batch (OpenAI Batch API / Anthropic Message Batches) that
                                         -- carried the request; NULL for a direct call
 );
+-- Batch mode (--batch): every batch is recorded before it is created, so a resumed run collects the batches
+-- it already paid for instead of submitting their requests again.
+CREATE TABLE IF NOT EXISTS batches (
+    local_id      VARCHAR NOT NULL,     -- the engine's name for the batch, recorded before submission
+    run_id        VARCHAR NOT NULL,
+    fingerprint   VARCHAR NOT NULL,
+    model         VARCHAR NOT NULL,
+    provider      VARCHAR NOT NULL,     -- openai | anthropic
+    n_requests    INTEGER,
+    created_at    TIMESTAMPTZ,
+    input_file_id VARCHAR,              -- OpenAI: the uploaded JSONL file (a batch created from it is found again)
+    batch_id      VARCHAR,              -- the provider's id, once created
+    status        VARCHAR,              -- submitting | submitted | the provider's final word | not_submitted
+    ended_at      TIMESTAMPTZ
+);
+CREATE TABLE IF NOT EXISTS batch_requests (
+    local_id      VARCHAR NOT NULL,
+    custom_id     VARCHAR NOT NULL,     -- the request's id inside the batch
+    request_key   VARCHAR NOT NULL,     -- hash of episode, caller, turn and request body: the same request on resume
+    episode_id    VARCHAR NOT NULL,
+    turn          INTEGER,
+    caller        VARCHAR,
+    attempt       INTEGER
+);
 """
 
 
