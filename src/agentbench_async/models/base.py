@@ -1,0 +1,466 @@
+"""What every model client shares: configuration, the retry loop, call records, error classification.
+
+A provider module only says how to build a request and how to read a reply; this module sends it over
+the model's one ``aiohttp.ClientSession`` under the model's limits, retries with tenacity, and records
+every HTTP attempt as a ``model_calls`` row.
+"""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+import json
+import os
+import random
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+import aiohttp
+from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
+
+from ..errors import ConfigError, ContextLimitError, ModelError, RetryableModelError
+from ..limits import ModelLimits
+from ..records import CallRow, now
+from ..types import Message, ModelReply
+from .network import Route, redact_url, request_kwargs, route
+from .server_errors import fatal_cause, overflow_server
+
+RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
+REASONING_HANDLING = ("separate", "raw")
+_LENGTH_REASONS = frozenset({"length", "max_tokens"})
+
+
+@dataclass
+class ModelConfig:
+    """One model of a run (a ``models:`` entry of the config file, or the ``--model`` flags)."""
+
+    name: str  # the label stored in episodes.model; unique within a run
+    provider: str = "openai"  # openai (any OpenAI-compatible server) | anthropic
+    model: str | None = None  # the provider's model id; defaults to ``name``
+    base_url: str | None = None
+    api_key_env: str | None = None  # the NAME of the environment variable holding the key
+    temperature: float | None = 0.0
+    max_tokens: int = 512
+    extra_body: dict[str, Any] = field(default_factory=dict)
+    headers: dict[str, str] = field(default_factory=dict)
+    context_window: int | None = None  # tokens; prompts estimated larger end as context_limit_exceeded
+    max_in_flight: int = 64
+    rpm: int | None = None
+    tpm: int | None = None
+    max_retries: int = 5
+    timeout: float = 120.0  # seconds for one HTTP attempt
+    task_header: bool = False  # send X-AgentBench-Task (only the built-in mock model uses it)
+    price_in: float | None = None  # USD per 1M input tokens (reports)
+    price_out: float | None = None
+    price_cached_in: float | None = None  # USD per 1M input tokens read from the prompt cache (None: price_in)
+    price_cache_write: float | None = None  # USD per 1M input tokens written to the cache (None: price_in)
+    batch_discount: float = 0.5  # share of the price a batch request saves (OpenAI and Anthropic: 50%)
+    rate_window_s: float = 60.0  # the window of rpm/tpm (60 = per minute)
+    retry_backoff_s: float = 0.5  # exponential backoff with full jitter: random in [0, backoff * 2^n]
+    retry_backoff_max_s: float = 30.0
+    # OpenAI-compatible: the request field carrying max_tokens; None = max_completion_tokens for OpenAI's
+    # own API (api.openai.com, *.openai.azure.com), max_tokens for every other server
+    max_tokens_param: str | None = None
+    reasoning_effort: str | None = None  # OpenAI reasoning models: minimal | low | medium | high ...
+    thinking: dict[str, Any] | None = None  # Anthropic extended thinking: {type: enabled, budget_tokens: N}
+    reasoning_handling: str = "separate"  # separate: thinking kept out of the reply | raw: AgentBench's behaviour
+    proxy: str | None = None  # http:// proxy for this model (overrides HTTP(S)_PROXY/NO_PROXY)
+    ca_bundle: str | None = None  # PEM file of extra CA certificates (added to the system's)
+    # Anthropic: cache_control breakpoints on the stable prefix of each request (OpenAI-compatible servers
+    # cache prefixes without being asked; the engine keeps those byte-identical across turns)
+    prompt_caching: bool = True
+    # provider batch API (OpenAI Batch API, Anthropic Message Batches): None/false = direct calls; a number =
+    # batch size; true = the default size; or a mapping of batches.BatchSettings fields
+    batch: Any = None
+
+    @property
+    def model_id(self) -> str:
+        return self.model or self.name
+
+    @property
+    def max_tokens_field(self) -> str:
+        if self.max_tokens_param:
+            return self.max_tokens_param
+        if self.provider != "openai":
+            return "max_tokens"
+        host = urlsplit(self.base_url).hostname or "" if self.base_url else "api.openai.com"
+        return "max_completion_tokens" if host == "api.openai.com" or host.endswith(".openai.azure.com") else "max_tokens"
+
+    def check(self, where: str) -> None:
+        """The reasoning-related fields and the constraints their APIs set, checked at config time."""
+        if self.max_tokens_param not in (None, "max_tokens", "max_completion_tokens"):
+            raise ConfigError(f"{where}.max_tokens_param: {self.max_tokens_param!r} is not max_tokens or max_completion_tokens")
+        if self.reasoning_handling not in REASONING_HANDLING:
+            raise ConfigError(f"{where}.reasoning_handling: {self.reasoning_handling!r} is not one of {', '.join(REASONING_HANDLING)}")
+        if self.reasoning_effort is not None:
+            if not isinstance(self.reasoning_effort, str) or not self.reasoning_effort:
+                raise ConfigError(f"{where}.reasoning_effort: expected a word such as low, medium or high, got {self.reasoning_effort!r}")
+            if self.provider == "anthropic":
+                raise ConfigError(f"{where}.reasoning_effort: Anthropic has no reasoning_effort; use thinking: {{type: enabled, budget_tokens: N}}")
+        if self.thinking is not None:
+            self._check_thinking(where)
+        for name in ("proxy", "ca_bundle"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, str) or not value):
+                raise ConfigError(f"{where}.{name}: expected a string, got {value!r}")
+
+    def _check_thinking(self, where: str) -> None:
+        # Constraints of Anthropic's extended thinking: budget_tokens >= 1024 and below max_tokens; no
+        # temperature (nor top_k) with thinking; top_p only between 0.95 and 1.
+        t = self.thinking
+        if self.provider != "anthropic":
+            raise ConfigError(f"{where}.thinking: is Anthropic's extended thinking; for OpenAI reasoning models set "
+                              "reasoning_effort, for other servers' switches use extra_body")  # fmt: skip
+        if not isinstance(t, dict) or t.get("type") not in ("enabled", "disabled"):
+            raise ConfigError(f"{where}.thinking: expected {{type: enabled, budget_tokens: N}} (or {{type: disabled}}), got {t!r}")
+        if t["type"] == "disabled":
+            return
+        budget = t.get("budget_tokens")
+        if not isinstance(budget, int) or isinstance(budget, bool) or budget < 1024:
+            raise ConfigError(f"{where}.thinking.budget_tokens: Anthropic requires an integer >= 1024, got {budget!r}")
+        if budget >= self.max_tokens:
+            raise ConfigError(f"{where}.thinking.budget_tokens: {budget} must be below max_tokens ({self.max_tokens}): "
+                              f"the thinking is part of the output; raise max_tokens above {budget}")  # fmt: skip
+        if self.temperature is not None:
+            raise ConfigError(f"{where}.temperature: Anthropic does not accept a temperature with extended thinking; set temperature: null")
+        if "top_k" in self.extra_body:
+            raise ConfigError(f"{where}.extra_body.top_k: Anthropic does not accept top_k with extended thinking")
+        top_p = self.extra_body.get("top_p")
+        if top_p is not None and not (isinstance(top_p, (int, float)) and 0.95 <= top_p <= 1):
+            raise ConfigError(f"{where}.extra_body.top_p: with extended thinking Anthropic accepts only 0.95 to 1, got {top_p!r}")
+
+    def api_key(self) -> str | None:
+        """The key from the environment; never stored, logged or put into an exception message."""
+        if not self.api_key_env:
+            return None
+        key = os.environ.get(self.api_key_env)
+        if not key:
+            raise ConfigError(
+                f"model {self.name!r}: environment variable {self.api_key_env} is not set (export it, "
+                f"or set api_key_env to the variable that holds the key)"
+            )
+        return key
+
+    def public_dict(self) -> dict[str, Any]:
+        """The config as stored in ``runs.config`` (no secret in it: the key's variable name only, and a
+        proxy URL without its credentials)."""
+        out = dict(self.__dict__)
+        if self.proxy:
+            out["proxy"] = redact_url(self.proxy)
+        return out
+
+    def route(self, where: str | None = None) -> Route:
+        """How this model's server is reached (proxy, TLS), decided once."""
+        return route(self.base_url or _DEFAULT_BASE_URLS.get(self.provider, ""), proxy=self.proxy, ca_bundle=self.ca_bundle,
+                     where=f"{where or 'model ' + repr(self.name)}.proxy")  # fmt: skip
+
+
+_DEFAULT_BASE_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com/v1"}
+
+
+def estimate_tokens(messages: list[Message], tools: list[dict[str, Any]] | None = None) -> int:
+    """A cheap, slightly generous token estimate (about 3.5 characters a token)."""
+    chars = sum(len(m.get("content") or "") + 16 for m in messages)
+    chars += sum(len(json.dumps(m["tool_calls"])) for m in messages if m.get("tool_calls"))
+    if tools:
+        chars += len(json.dumps(tools))
+    return int(chars / 3.5) + 8
+
+
+def backoff_seconds(config: ModelConfig, attempt: int, exc: BaseException | None) -> float:
+    """Wait before attempt ``attempt + 1``: exponential backoff with full jitter, at least ``Retry-After``."""
+    exponential = random.uniform(0, min(config.retry_backoff_max_s, config.retry_backoff_s * 2 ** (attempt - 1)))
+    if isinstance(exc, RetryableModelError) and exc.retry_after is not None:
+        return max(exc.retry_after, exponential)
+    return exponential
+
+
+class ModelClient(abc.ABC):
+    """Sends chat requests for one model. Subclasses implement the provider's wire format."""
+
+    default_base_url: str = ""
+
+    def __init__(self, config: ModelConfig, session: aiohttp.ClientSession, limits: ModelLimits, target: Route | None = None) -> None:
+        self.config = config
+        self.session = session
+        self.limits = limits
+        self.base_url = (config.base_url or self.default_base_url).rstrip("/")
+        self._api_key = config.api_key()
+        self._timeout = aiohttp.ClientTimeout(total=config.timeout)
+        self._via = request_kwargs(target) if target is not None else {}  # the proxy, decided once
+        self._failed: ModelError | None = None  # set by an error no retry fixes: every later call fails at once
+        self.stats = {"calls": 0, "retries": 0, "errors": 0, "input_tokens": 0, "output_tokens": 0}
+
+    # -- provider specifics -------------------------------------------------------------------
+    @abc.abstractmethod
+    def _request(self, messages: list[Message], tools: list[dict[str, Any]] | None) -> tuple[str, dict[str, str], dict[str, Any]]:
+        """Return (url, headers, json body)."""
+
+    @abc.abstractmethod
+    def _parse(self, body: dict[str, Any]) -> ModelReply:
+        """Read a 200 reply; raise ``RetryableModelError`` if it is malformed."""
+
+    # -- shared -------------------------------------------------------------------------------
+    async def complete(
+        self,
+        messages: list[Message],
+        tools: list[dict[str, Any]] | None,
+        *,
+        calls: list[CallRow],
+        turn: int,
+        caller: str = "agent",
+        task_header: dict[str, str] | None = None,
+    ) -> ModelReply:
+        """One model turn, retried as needed. Every attempt is appended to ``calls``.
+
+        Raises ``ContextLimitError`` (prompt too long) or ``ModelError`` (failed for good).
+        """
+        estimate = self._precheck(messages, tools)
+        url, headers, body = self._request(messages, tools)
+        if task_header and self.config.task_header:
+            headers.update(task_header)
+        payload = json.dumps(body)
+        try:  # the first attempt outside tenacity: most calls succeed, and the retry machinery costs ~50 us
+            return await self._attempt(url, headers, payload, estimate, calls, turn, 1, caller)
+        except RetryableModelError as exc:
+            failure = exc
+        attempt_no = 1
+        last_refusal = getattr(failure, "signature", None)
+        try:
+            if self.config.max_retries == 0:
+                raise failure
+            await asyncio.sleep(backoff_seconds(self.config, 1, failure))
+            retrying = AsyncRetrying(
+                retry=retry_if_exception_type(RetryableModelError),
+                stop=stop_after_attempt(self.config.max_retries),
+                wait=lambda state: backoff_seconds(self.config, state.attempt_number + 1, state.outcome.exception() if state.outcome else None),
+                reraise=True,
+            )
+            async for attempt in retrying:
+                with attempt:
+                    attempt_no += 1
+                    self.stats["retries"] += 1
+                    try:
+                        return await self._attempt(url, headers, payload, estimate, calls, turn, attempt_no, caller)
+                    except _Refused as exc:
+                        if exc.signature == last_refusal:
+                            self.stats["errors"] += 1
+                            raise ModelError(
+                                f"{self.config.name}: the server refused this request the same way twice, a permanent "
+                                f"failure of this episode (resume does not re-run it): {exc}",
+                                http_status=exc.http_status, permanent=True,
+                            ) from None  # fmt: skip
+                        last_refusal = exc.signature
+                        raise
+        except RetryableModelError as exc:
+            self.stats["errors"] += 1
+            raise ModelError(
+                f"{self.config.name}: giving up after {attempt_no} attempts: {exc}", http_status=exc.http_status
+            ) from None
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _precheck(self, messages: list[Message], tools: list[dict[str, Any]] | None, *, need_estimate: bool = False) -> int:
+        """Before a request: fail at once after an error no retry fixes, or when the prompt cannot fit the
+        configured context window. Returns the token estimate (0 when nothing needs it)."""
+        if self._failed is not None:  # an earlier call hit an error no retry fixes: no more requests
+            raise ModelError(str(self._failed), http_status=self._failed.http_status, fatal=True)
+        window = self.config.context_window
+        # the estimate is only needed for the context pre-check and the tokens/min budget
+        estimate = estimate_tokens(messages, tools) if window or self.config.tpm or need_estimate else 0
+        if window and estimate + self.config.max_tokens > window:
+            raise ContextLimitError(
+                f"estimated prompt of {estimate} tokens + max_tokens {self.config.max_tokens} exceeds "
+                f"the context window of {window} configured for {self.config.name}"
+            )
+        return estimate
+
+    async def _attempt(
+        self,
+        url: str,
+        headers: dict[str, str],
+        payload: str,
+        estimate: int,
+        calls: list[CallRow],
+        turn: int,
+        attempt_no: int,
+        caller: str,
+    ) -> ModelReply:
+        row = CallRow(turn=turn, attempt=attempt_no, http_status=None, latency_ms=0.0, caller=caller, model=self.config.name)
+        calls.append(row)
+        start = time.perf_counter()
+        try:
+            async with self.limits.slot(estimate + self.config.max_tokens) as slot:
+                row.started_at = now()
+                start = time.perf_counter()
+                self.stats["calls"] += 1
+                try:
+                    async with self.session.post(url, data=payload, headers=headers, timeout=self._timeout, **self._via) as resp:
+                        row.http_status = resp.status
+                        raw = await resp.read()
+                        retry_after = _retry_after(resp.headers.get("Retry-After"))
+                except (aiohttp.ClientError, asyncio.TimeoutError, ConnectionError) as exc:
+                    row.latency_ms = (time.perf_counter() - start) * 1000
+                    kind = "timeout" if isinstance(exc, asyncio.TimeoutError) else type(exc).__name__
+                    row.error = self._redact(f"{kind}: {exc}"[:300] if str(exc) else kind)
+                    raise RetryableModelError(row.error) from None
+                row.latency_ms = (time.perf_counter() - start) * 1000
+                row.retry_after_s = retry_after
+                status = resp.status
+                if status != 200:
+                    self._refusal(status, raw, retry_after, row)
+                reply = self._read_reply(raw, status, row)
+                slot.report_usage(reply.usage.input_tokens + reply.usage.output_tokens)
+                return self._accept(reply, row)
+        except asyncio.CancelledError:
+            # Ctrl-C: this attempt was abandoned, not unanswered by the server
+            row.error = "cancelled: the run was interrupted before the server answered"
+            row.latency_ms = (time.perf_counter() - start) * 1000
+            raise
+
+    def _read_reply(self, raw: bytes, status: int, row: CallRow) -> ModelReply:
+        """A 200 reply body parsed; a malformed one is retryable (the error is stored on the row)."""
+        try:
+            reply = self._parse(json.loads(raw))
+        except (ValueError, KeyError, TypeError, IndexError) as exc:
+            row.error = f"malformed reply body: {exc}"[:300]
+            raise RetryableModelError(row.error, http_status=status) from None
+        except RetryableModelError as exc:
+            row.error = str(exc)[:300]
+            raise
+        usage = reply.usage
+        row.input_tokens = usage.input_tokens
+        row.output_tokens = usage.output_tokens
+        row.reasoning_tokens = usage.reasoning_tokens
+        row.cache_read_tokens, row.cache_write_tokens = usage.cache_read_tokens, usage.cache_write_tokens
+        row.finish_reason = reply.finish_reason
+        return reply
+
+    def _accept(self, reply: ModelReply, row: CallRow) -> ModelReply:
+        """Count a parsed reply; an empty reply cut at the context window is raised as an overflow."""
+        self.stats["input_tokens"] += reply.usage.input_tokens
+        self.stats["output_tokens"] += reply.usage.output_tokens
+        if reply.finish_reason in _LENGTH_REASONS and not reply.content and not reply.tool_calls:
+            self._budget_or_window(reply, row)
+        elif reply.finish_reason == "model_context_window_exceeded":
+            row.limit_kind, row.limit_basis = "context_window", "stop reason model_context_window_exceeded"
+            raise ContextLimitError("the model stopped because its context window is full (model_context_window_exceeded)")
+        return reply
+
+    def _refusal(self, status: int, raw: bytes, retry_after: float | None, row: CallRow) -> None:
+        """Classify a non-200 reply and raise accordingly (never returns)."""
+        body = _json_or_text(raw)
+        message = self._redact(_error_message(body))
+        row.error = f"HTTP {status}: {message}"[:500]
+        fatal = fatal_cause(status, body)
+        if fatal is not None:
+            self.stats["errors"] += 1
+            self._failed = ModelError(_fatal_message(self.config, status, fatal, message), http_status=status, fatal=True)
+            raise self._failed
+        if status == 429:
+            self.limits.pause(retry_after if retry_after is not None else 1.0)
+        if status in RETRY_STATUSES:
+            raise RetryableModelError(row.error, http_status=status, retry_after=retry_after)
+        server = overflow_server(status, body)
+        if server is not None:
+            row.limit_kind, row.limit_basis = "context_window", f"{server} overflow reply (HTTP {status})"
+            raise ContextLimitError(f"the server ({server}) says the prompt exceeds the context window: {message}"[:300])
+        if 400 <= status < 500:
+            raise _Refused(row.error, http_status=status, signature=(status, raw[:4000]))
+        raise ModelError(f"{self.config.name} ({self.config.base_url or self.config.provider}): HTTP {status}, the request "
+                         f"was rejected: {message}", http_status=status)  # fmt: skip
+
+    def _budget_or_window(self, reply: ModelReply, row: CallRow) -> None:
+        """An empty reply cut by the length limit: the output budget ran out (returned to the environment
+        as an empty reply), unless the prompt itself filled the context window (raised as an overflow)."""
+        usage, max_tokens, window = reply.usage, self.config.max_tokens, self.config.context_window
+        spent = f"{usage.output_tokens} output tokens" + (f" ({usage.reasoning_tokens} reasoning)" if usage.reasoning_tokens else "")
+        reason = f"finish reason {reply.finish_reason!r} with an empty reply"
+        if usage.output_tokens and usage.output_tokens >= max_tokens:
+            kind, basis = "output_budget", f"{reason}; {spent} of max_tokens {max_tokens}"
+        elif window and usage.input_tokens + usage.output_tokens >= window:
+            kind, basis = "context_window", f"{reason}; prompt {usage.input_tokens} + {spent} reach context_window {window}"
+        elif usage.output_tokens or usage.input_tokens:
+            kind, basis = "context_window", f"{reason} after {spent}, below max_tokens {max_tokens}: the server's context is full"
+        else:
+            kind, basis = "output_budget", f"{reason}; the server reported no usage"
+        row.limit_kind, row.limit_basis = kind, basis
+        if kind == "context_window":
+            raise ContextLimitError(f"the model stopped at the context window: {basis}")
+
+    def _redact(self, text: str) -> str:
+        """Error text as stored: never the key, nor a provider's masked echo of it."""
+        if self._api_key and self._api_key in text:
+            text = text.replace(self._api_key, "***")
+        return _KEY_ECHO.sub("***", text) if "-" in text else text
+
+
+class _Refused(RetryableModelError):
+    """An unrecognised 4xx: retried once; the same refusal again is a permanent failure of the episode."""
+
+    def __init__(self, message: str, *, http_status: int, signature: tuple[int, bytes]) -> None:
+        super().__init__(message, http_status=http_status)
+        self.signature = signature
+
+
+_KEY_ECHO = re.compile(r"\b(?:sk|sk-ant|sk-or|key)-[A-Za-z0-9_*.\-]{6,}")
+
+
+def _retry_after(value: str | None) -> float | None:
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        return None  # HTTP-date form: fall back to exponential backoff
+
+
+def _json_or_text(raw: bytes) -> Any:
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw.decode("utf-8", "replace")[:300]
+
+
+def _error_message(body: Any) -> str:
+    if isinstance(body, dict):
+        err = body.get("error", body)
+        if isinstance(err, dict):
+            return str(err.get("message") or err.get("type") or err)[:300]
+        return str(err)[:300]
+    return str(body)[:300]
+
+
+def _param_fix(param: str | None) -> str:
+    if param == "max_tokens":
+        return "set max_tokens_param: max_completion_tokens for this model"
+    if param == "max_completion_tokens":
+        return "set max_tokens_param: max_tokens for this model"
+    if param == "temperature":
+        return "set temperature: null for this model (the server accepts only its default)"
+    if param == "reasoning_effort":
+        return "change or remove reasoning_effort for this model"
+    if param:
+        return f"remove or change {param!r} (extra_body, or the model field of that name)"
+    return "remove the parameter the message names from the model's config"
+
+
+def _fatal_message(config: ModelConfig, status: int, cause: tuple[str, str | None], message: str) -> str:
+    """One line: which model, the cause, the fix; the server's own words last."""
+    kind, param = cause
+    where = f"{config.name} ({config.base_url or config.provider})"
+    key = f"${config.api_key_env}" if config.api_key_env else "no key (set api_key_env)"
+    text = {
+        "insufficient_quota": f"the account behind {key} has no quota left (insufficient_quota); add credit or raise the "
+                              "billing limit at the provider, or use another key",
+        "unsupported_parameter": f"the server does not accept the parameter {param!r}; {_param_fix(param)}",
+        "unsupported_value": f"the server does not accept the value given for {param!r}; {_param_fix(param)}",
+        "credit_balance": f"the Anthropic account behind {key} has too little credit; add credit in Plans & Billing",
+        "payment_required": f"the account behind {key} is out of credit or balance; add credit at the provider",
+        "invalid_key": f"the server refused the API key from {key}; check the key (and api_key_env)",
+        "permission": f"the key from {key} may not use this model or endpoint; check the key's permissions and the model",
+        "not_found": f"model {config.model_id!r} or the endpoint was not found; check model and base_url",
+    }[kind]  # fmt: skip
+    return f"{where}: HTTP {status}, {text}. Server said: {message}"
