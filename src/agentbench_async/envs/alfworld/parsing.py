@@ -63,28 +63,40 @@ def _ngrams(tokens: list[str], n: int) -> Counter[tuple[str, ...]]:
     return Counter(tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1))
 
 
+class _Hypothesis:
+    """A model's action split and counted once, scored against many commands (a long reply costs its
+    length once, not once per admissible command)."""
+
+    def __init__(self, text: str) -> None:
+        self.tokens = text.split()
+        self.counts = [_ngrams(self.tokens, n) for n in range(1, len(_WEIGHTS) + 1)]
+
+    def bleu(self, reference: str) -> float:
+        """NLTK's ``sentence_bleu([reference.split()], hypothesis.split(), smoothing_function=method4)``."""
+        ref = reference.split()
+        hyp_len = len(self.tokens)
+        precisions: list[tuple[int, int]] = []  # (clipped matches, max(1, hypothesis n-grams)) per order
+        for n, hyp_counts in enumerate(self.counts, start=1):
+            matches = sum(min(count, hyp_counts[gram]) for gram, count in _ngrams(ref, n).items())
+            precisions.append((matches, max(1, hyp_len - n + 1)))
+        if precisions[0][0] == 0:
+            return 0.0
+        values: list[float] = []
+        smoothed = 1
+        for matches, total in precisions:
+            if matches == 0 and hyp_len > 1:  # method 4: 1 / (2^j * k / ln L), j counting the zero orders
+                values.append(1 / (2**smoothed * _SMOOTHING_K / math.log(hyp_len)) / total)
+                smoothed += 1
+            else:
+                values.append(matches / total)
+        ref_len = len(ref)
+        penalty = 1.0 if hyp_len > ref_len else math.exp(1 - ref_len / hyp_len)
+        return penalty * math.exp(math.fsum(w * math.log(p) for w, p in zip(_WEIGHTS, values) if p > 0))
+
+
 def sentence_bleu(reference: str, hypothesis: str) -> float:
     """NLTK's ``sentence_bleu([reference.split()], hypothesis.split(), smoothing_function=method4)``."""
-    ref, hyp = reference.split(), hypothesis.split()
-    hyp_len = len(hyp)
-    precisions: list[tuple[int, int]] = []  # (clipped matches, max(1, hypothesis n-grams)) per order
-    for n in range(1, len(_WEIGHTS) + 1):
-        hyp_counts, ref_counts = _ngrams(hyp, n), _ngrams(ref, n)
-        matches = sum(min(count, ref_counts[gram]) for gram, count in hyp_counts.items())
-        precisions.append((matches, max(1, sum(hyp_counts.values()))))
-    if precisions[0][0] == 0:
-        return 0.0
-    values: list[float] = []
-    smoothed = 1
-    for matches, total in precisions:
-        if matches == 0 and hyp_len > 1:  # method 4: 1 / (2^j * k / ln L), j counting the zero orders
-            values.append(1 / (2**smoothed * _SMOOTHING_K / math.log(hyp_len)) / total)
-            smoothed += 1
-        else:
-            values.append(matches / total)
-    ref_len = len(ref)
-    penalty = 1.0 if hyp_len > ref_len else math.exp(1 - ref_len / hyp_len)
-    return penalty * math.exp(math.fsum(w * math.log(p) for w, p in zip(_WEIGHTS, values) if p > 0))
+    return _Hypothesis(hypothesis).bleu(reference)
 
 
 def nearest_admissible(action: str, choices: list[str]) -> Mapped:
@@ -95,8 +107,9 @@ def nearest_admissible(action: str, choices: list[str]) -> Mapped:
         return Mapped(command=action, raw=action, how="exact")
     best_index, best = 0, -1.0
     try:
+        hypothesis = _Hypothesis(action)
         for index, choice in enumerate(choices):
-            score = sentence_bleu(choice, action)
+            score = hypothesis.bleu(choice)
             if score > best:  # first in list order on ties, like numpy.argmax
                 best_index, best = index, score
     except (ValueError, ZeroDivisionError, OverflowError):

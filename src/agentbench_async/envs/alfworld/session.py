@@ -45,7 +45,7 @@ from .prompts import (
 
 MAX_STEPS = 35  # AgentBench v0.2's max_step for alfworld-dev and alfworld-std
 TOOL_NAME = "take_action"
-_OUTPUT_LIMIT = 300  # characters of a raw reply kept in the episode log
+_OUTPUT_LIMIT = 300  # characters of a raw reply (and of the action sent) kept in the episode log
 
 
 class ALFWorldSession(Session):
@@ -97,7 +97,7 @@ class ALFWorldSession(Session):
         message: Message = {"role": "tool", "tool_call_id": call_id, "content": content} if call_id is not None else {"role": "user", "content": content}
         self._last_user = message
         self._outputs.append(output)
-        self._log.append({"round": len(self._log) + 1, "output": output[:_OUTPUT_LIMIT], "action": mapped.command, "how": mapped.how,
+        self._log.append({"round": len(self._log) + 1, "output": output[:_OUTPUT_LIMIT], "action": mapped.command[:_OUTPUT_LIMIT], "how": mapped.how,
                           "observation": observation, "done": state.done})  # fmt: skip
         valid, error = _validity(mapped)
         outcome = None
