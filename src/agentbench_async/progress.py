@@ -57,7 +57,8 @@ class Progress:
         """The figures of the display as plain data (the writer publishes them for live readers)."""
         elapsed = max(time.monotonic() - self._start, 1e-6)
         stat = {key: sum(c.stats.get(key, 0) for c in self.clients)
-                for key in ("calls", "retries", "errors", "http_429", "input_tokens", "output_tokens")}  # fmt: skip
+                for key in ("calls", "retries", "errors", "http_429", "input_tokens", "output_tokens",
+                            "batches_submitted", "batches_in_progress", "batches_done")}  # fmt: skip
         done = sum(r.done for r in self.rows.values())
         total = sum(r.total for r in self.rows.values())
         rate = done / elapsed
@@ -75,6 +76,9 @@ class Progress:
             f"{done}/{total} episodes · {snap['calls_per_s']:.1f} calls/s · retries {snap['retries']} · errors {snap['errors']} · "
             f"tokens {snap['input_tokens']:,} in / {snap['output_tokens']:,} out · ETA {_fmt_eta(eta)}"
         )
+        if any("batches_submitted" in c.stats for c in self.clients):  # batch mode (models/batches.py)
+            title += (f" · batches {snap['batches_submitted']} submitted / {snap['batches_in_progress']} in progress / "
+                      f"{snap['batches_done']} done")  # fmt: skip
         table = Table(title=title, title_justify="left")
         for col in ("model", "env", "done/total", "in flight", "statuses"):
             table.add_column(col)

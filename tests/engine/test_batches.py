@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import signal
 import sys
 from collections import Counter
@@ -223,3 +224,25 @@ async def test_kill_9_with_batches_in_flight_then_resume_collects_them(tmp_path,
     assert set(in_flight) <= resumed
     assert query(out, "SELECT count(*) FROM model_calls WHERE http_status = 200") == [(paid_total,)]
     assert server.batches.stats["batches_created"] > created_before  # later turns were batched anew
+
+
+async def test_progress_shows_batches_submitted_in_progress_and_done(tmp_path):
+    import io
+
+    from rich.console import Console
+
+    from agentbench_async.scheduler import Evaluation
+
+    server = await start_mock(batch_delay_s=0.02)
+    buffer = io.StringIO()
+    try:
+        cfg = echo_config(tmp_path / "p.duckdb", server.base_url, models=_model("openai"), **TASKS)
+        evaluation = Evaluation(cfg, console=Console(file=buffer, force_terminal=True, width=400), progress=True)
+        await evaluation.run()
+    finally:
+        await server.stop()
+    created = server.batches.stats["batches_created"]
+    shown = " ".join(re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", buffer.getvalue()).split())  # the live display, as the terminal got it
+    assert f"batches {created} submitted / 0 in progress / {created} done" in shown
+    snapshot = evaluation.progress.snapshot()  # what live readers of the file see
+    assert (snapshot["batches_submitted"], snapshot["batches_in_progress"], snapshot["batches_done"]) == (created, 0, created)
