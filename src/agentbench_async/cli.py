@@ -44,6 +44,11 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--temperature", type=float, help="sampling temperature (default 0)")
     run.add_argument("--max-tokens", type=int, help="max tokens per reply (default 512)")
     run.add_argument("--context-window", type=int, help="the model's context window in tokens (pre-check)")
+    run.add_argument("--batch", nargs="?", type=int, const=True, metavar="SIZE",
+                     help="send the model's requests through its provider's batch API (OpenAI Batch API, Anthropic Message "
+                     "Batches: about half the price, results within 24 h), SIZE requests per batch (default 100)")
+    run.add_argument("--no-prompt-caching", action="store_true",
+                     help="Anthropic: no cache_control breakpoints on the stable prefix (prompt caching is on by default)")
     run.add_argument("--task-header", action="store_true",
                      help="send the X-AgentBench-Task header with each request (for the built-in mock: serve-mock then plays "
                      "the policy of the model name, mock-oracle or mock-weak, on each task)")
@@ -123,6 +128,7 @@ def _parser() -> argparse.ArgumentParser:
     mock.add_argument("--reasoning", help="act as a reasoning model: openai (parameter rules, reasoning tokens), reasoning_content, "
                       "reasoning, think (<think> in content) or anthropic (thinking blocks with signatures)")
     mock.add_argument("--reasoning-tokens", type=int, default=64, help="thinking tokens per reply (a smaller output limit is used up thinking)")
+    mock.add_argument("--batch-delay", type=float, default=0.05, help="seconds before a submitted batch is processed (batch APIs)")
 
     data = sub.add_parser("data", help="official AgentBench data")
     data_sub = data.add_subparsers(dest="data_command", required=True, metavar="SUBCOMMAND")
@@ -147,6 +153,7 @@ def _run_settings(args: argparse.Namespace) -> dict[str, Any]:
         "provider": args.provider, "base_url": args.base_url, "api_key_env": args.api_key_env, "rpm": args.rpm,
         "tpm": args.tpm, "max_retries": args.max_retries, "max_in_flight": args.max_in_flight, "timeout": args.timeout,
         "temperature": args.temperature, "max_tokens": args.max_tokens, "context_window": args.context_window,
+        "batch": args.batch, "prompt_caching": False if args.no_prompt_caching else None,
         "task_header": True if args.task_header else None,
     }  # fmt: skip
     model_flags = {k: v for k, v in model_flags.items() if v is not None}
@@ -373,6 +380,7 @@ def _cmd_serve_mock(args: argparse.Namespace) -> int:
         policy=args.policy, latency_ms=args.latency_ms, latency_jitter_ms=args.latency_jitter_ms, fault_rate=args.fault_rate,
         fault_kinds=faults, rpm_limit=args.rpm_limit, data_dir=args.data_dir, seed=args.seed, env_options=env_options,
         overflow_shape=args.overflow_shape, reasoning=args.reasoning, reasoning_tokens=args.reasoning_tokens,
+        batch_delay_s=args.batch_delay,
     )  # fmt: skip
 
     async def serve() -> None:

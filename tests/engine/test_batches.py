@@ -246,3 +246,15 @@ async def test_progress_shows_batches_submitted_in_progress_and_done(tmp_path):
     assert f"batches {created} submitted / 0 in progress / {created} done" in shown
     snapshot = evaluation.progress.snapshot()  # what live readers of the file see
     assert (snapshot["batches_submitted"], snapshot["batches_in_progress"], snapshot["batches_done"]) == (created, 0, created)
+
+
+def test_batch_and_prompt_caching_flags():
+    from agentbench_async.cli import _parser, _run_settings
+    from agentbench_async.config import build_config
+
+    base = ["run", "--model", "m", "--provider", "anthropic", "--env", "echo", "--out", "x.duckdb"]
+    cfg = build_config(_run_settings(_parser().parse_args([*base, "--batch", "--no-prompt-caching"])))
+    assert batch_settings(cfg.models[0].batch, "m").size == 100 and cfg.models[0].prompt_caching is False
+    cfg = build_config(_run_settings(_parser().parse_args([*base, "--batch", "25"])))
+    assert batch_settings(cfg.models[0].batch, "m").size == 25 and cfg.models[0].prompt_caching is True
+    assert build_config(_run_settings(_parser().parse_args(base))).models[0].batch is None
