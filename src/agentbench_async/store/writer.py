@@ -18,6 +18,7 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import fields
+from operator import attrgetter
 from typing import Any
 
 import duckdb
@@ -38,6 +39,13 @@ _RECORD_COLUMNS = tuple(c for c in _EPISODE_COLUMNS if c not in ("run_id", "fing
 _TURN_FIELDS = tuple(f.name for f in fields(TurnRow))
 _CALL_FIELDS = tuple(f.name for f in fields(CallRow))
 LiveSink = Callable[[list[TurnRow]], None]
+
+
+def _columns(objects: list[Any], names: tuple[str, ...]) -> dict[str, list[Any]]:
+    """The attributes ``names`` of ``objects`` as one list per name."""
+    if not objects:
+        return {name: [] for name in names}
+    return dict(zip(names, map(list, zip(*map(attrgetter(*names), objects)))))
 
 
 def _timestamps(seconds: list[float]) -> pa.Array:
@@ -64,6 +72,7 @@ class EpisodeWriter:
         self._progress = progress or dict
         self._publisher: LivePublisher | None = LivePublisher(store.con, store.path, run_id, fingerprint)
         self.live_error: str | None = None  # why live publishing stopped (the run goes on without it)
+        self._http_429 = 0  # HTTP 429 answers in the calls of the episodes written so far
         self._closing = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self.episodes_written = 0
@@ -101,7 +110,10 @@ class EpisodeWriter:
                 pass
             batch, self._pending = self._pending, []
             live, self._live = self._live, []
-            await asyncio.to_thread(self._write, batch, live, self._progress())
+            self._http_429 += sum(c.http_status == 429 for rec in batch for c in rec.calls)
+            progress = self._progress()
+            progress["http_429"] = max(progress.get("http_429", 0), self._http_429)  # clients that count them know more
+            await asyncio.to_thread(self._write, batch, live, progress)
             if self._closing.is_set() and not self._pending:
                 return
 
@@ -142,19 +154,16 @@ class EpisodeWriter:
             self._live_call(lambda p: p.heartbeat(progress))
             return
         start = time.perf_counter()
+        # columns in the tables' order (the INSERTs select *); the values are read by attrgetter tuples
+        # transposed with zip: ~5x faster than a getattr per field and row (this thread holds the GIL meanwhile)
         ep_cols: dict[str, list[Any]] = {c: [] for c in _EPISODE_COLUMNS}
-        turn_cols: dict[str, list[Any]] = {c: [] for c in ("run_id", "episode_id", *_TURN_FIELDS)}
-        call_cols: dict[str, list[Any]] = {c: [] for c in ("run_id", "episode_id", *_CALL_FIELDS)}
-        for rec in batch:
-            for c in _RECORD_COLUMNS:
-                ep_cols[c].append(getattr(rec, c))
-            n_turns, n_calls = len(rec.turns), len(rec.calls)
-            turn_cols["episode_id"] += [rec.episode_id] * n_turns
-            call_cols["episode_id"] += [rec.episode_id] * n_calls
-            for c in _TURN_FIELDS:
-                turn_cols[c] += [getattr(t, c) for t in rec.turns]
-            for c in _CALL_FIELDS:
-                call_cols[c] += [getattr(k, c) for k in rec.calls]
+        ep_cols.update(_columns(batch, _RECORD_COLUMNS))
+        turns = [t for rec in batch for t in rec.turns]
+        calls = [k for rec in batch for k in rec.calls]
+        turn_cols: dict[str, list[Any]] = {"run_id": [], "episode_id": [rec.episode_id for rec in batch for _ in rec.turns],
+                                           **_columns(turns, _TURN_FIELDS)}  # fmt: skip
+        call_cols: dict[str, list[Any]] = {"run_id": [], "episode_id": [rec.episode_id for rec in batch for _ in rec.calls],
+                                           **_columns(calls, _CALL_FIELDS)}  # fmt: skip
         ep_cols["details"] = [json.dumps(d, default=str) for d in ep_cols["details"]]
         ep_cols["run_id"] = [self.run_id] * len(batch)
         ep_cols["fingerprint"] = [self.fingerprint] * len(batch)
