@@ -530,22 +530,14 @@ def _play(game: dict[str, Any], name: str) -> list[tuple[str, str]]:
     return played
 
 
-def _first_observation(feedback: str) -> str:
-    return "\n".join(feedback.split("\n\n")[1:])
-
-
-def _step_observation(feedback: str) -> str:
-    if feedback.startswith("You arrive at loc "):
-        return feedback[feedback.find(". ") + 2 :]
-    return feedback
-
-
 def example_turns(spec: TaskSpec, played: list[tuple[str, str]]) -> list[str]:
     """The example in AgentBench's prompt-file shape: environment and agent turns, alternating."""
-    turns = [_first_observation(played[0][1]) + "\n"]
+    from agentbench_async.envs.alfworld.prompts import first_observation, step_observation
+
+    turns = [first_observation(played[0][1]) + "\n"]
     for i, (command, observation) in enumerate(played[1:]):
         turns.append((f"THOUGHT: {spec.thought}\n ACTION: {command}\n") if i == 0 else f"ACTION: {command}\n")
-        turns.append(_step_observation(observation) + "\n")
+        turns.append(step_observation(observation) + "\n")
     turns.append("ACTION: Task complete.\n")
     return turns
 

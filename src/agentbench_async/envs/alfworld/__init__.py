@@ -8,9 +8,9 @@ docs/envs/alfworld.md.
 Options (``Environment(options=...)``, from ``--alfworld-data`` / ``--env-option alfworld.KEY=VALUE``):
 
 - ``alfworld_data``: ALFWorld's data folder holding the official games (``json_2.1.1/valid_unseen/...``),
-  needed with ``--data-dir`` (default: ``$ALFWORLD_DATA``);
+  needed with ``--data-dir``, whose split files name them (default: ``$ALFWORLD_DATA``);
 - ``workers``: game-engine processes (default: the number of CPUs, at most 4);
-- ``capacity``: episodes at once (default 128; a live game costs ~1.5 MB in a worker).
+- ``capacity``: episodes at once (default 128; a live game costs ~4 MB in a worker, bench/env_alfworld.py).
 """
 
 from __future__ import annotations

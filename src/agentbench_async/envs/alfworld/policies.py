@@ -8,9 +8,9 @@ present, or without one) get ``look`` until the turn cap.
 ``weak`` picks one failure mode per task (from the task id), so a suite shows every status alfworld
 ends with: no ``ACTION:`` line (``invalid_format``), an empty action (``invalid_format``), the same
 reply again and again (the repeat rule: ``invalid_action``), aimless but varied actions, some unlike any
-command (``task_limit_exceeded`` after 35 turns), a full context window (``context_limit_exceeded``);
-in tools mode, no tool call (``invalid_format``) and broken arguments (``invalid_action``) instead of the
-first two.
+command (``task_limit_exceeded`` after 35 turns), a full context window (``context_limit_exceeded``).
+In tools mode the first two are a message without a tool call and a call with unreadable arguments, which
+AgentBench FC answers with a notice: the turns run out (``task_limit_exceeded``).
 """
 
 from __future__ import annotations
