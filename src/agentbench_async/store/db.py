@@ -24,7 +24,8 @@ def connect(path: Path, *, read_only: bool = False) -> duckdb.DuckDBPyConnection
         return duckdb.connect(str(path), read_only=read_only)
     except duckdb.IOException as exc:
         first = str(exc).splitlines()[0]
-        raise StoreError(f"{path}: cannot open ({first}); is a run still writing it?") from None
+        raise StoreError(f"{path}: cannot open ({first}); is another agentbench process using it (a run writing it, or a "
+                         "report or view still reading it: a run needs the file to itself)?") from None
     except duckdb.Error as exc:
         raise StoreError(f"{path}: not a DuckDB file this program can read ({str(exc).splitlines()[0]})") from None
 
