@@ -8,7 +8,9 @@ FROM model_calls AS c
 LEFT JOIN (SELECT DISTINCT run_id, episode_id, model, env FROM episodes) AS e USING (run_id, episode_id);
 
 -- call_usage: per model and caller (agent | judge): requests (first attempts), attempts, retries,
--- failed attempts, tokens and latency percentiles (milliseconds).
+-- failed attempts, tokens and latency percentiles (milliseconds); then prompt caching (input tokens read
+-- from and written to the provider's cache, and the hit share: read / input) and batch mode (attempts that
+-- went in a provider batch).
 CREATE OR REPLACE VIEW call_usage AS
 SELECT
     call_model AS model,
@@ -24,7 +26,11 @@ SELECT
     quantile_cont(latency_ms, 0.99) AS latency_p99_ms,
     max(latency_ms) AS latency_max_ms,
     min(started_at) AS first_call_at,
-    max(started_at) AS last_call_at
+    max(started_at) AS last_call_at,
+    coalesce(sum(cache_read_tokens), 0)::BIGINT AS cache_read_tokens,
+    coalesce(sum(cache_write_tokens), 0)::BIGINT AS cache_write_tokens,
+    coalesce(sum(cache_read_tokens), 0) / nullif(sum(input_tokens), 0) AS cache_hit_share,
+    count(*) FILTER (WHERE batch_id IS NOT NULL) AS batched_attempts
 FROM calls
 GROUP BY ALL;
 

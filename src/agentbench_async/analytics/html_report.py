@@ -163,11 +163,30 @@ def _reasoning_table(report: Report) -> str:
                       "output budget exhausted", "context window hits"], rows, left=3))
 
 
+def _cost_table(report: Report) -> str:
+    if report.cost is None or report.cost.is_empty():
+        return ""
+
+    def usd(v: float | None) -> str | None:
+        return None if v is None else f"{v:.4f}"
+
+    def share(v: float | None) -> str | None:
+        return None if v is None else f"{100 * v:.0f}"
+
+    rows = [[r["model"], r["env"], r["episodes"], r["successful_episodes"], share(r["cache_hit_share"]), share(r["batched_share"]),
+             usd(r["cost_usd"]), usd(r["cost_per_episode_usd"]), usd(r["cost_per_success_usd"]), usd(r["cost_no_batch_usd"]),
+             usd(r["cost_no_cache_usd"]), usd(r["cost_list_usd"]), share(r["saved_share"])] for r in report.cost.iter_rows(named=True)]
+    return ("<h3>Cost per model × environment (USD)</h3>"
+            + _table(["model", "env", "episodes", "successful", "cache hit %", "batched %", "cost", "per episode", "per success",
+                      "without batch", "without caching", "without both", "saved %"], rows, left=2))
+
+
 def _operations_section(report: Report) -> str:
     if report.usage.is_empty():
         return ""
     usage = [[r["model"], r["caller"], r["requests"], r["attempts"], r["retries"], r["failed_attempts"], r["input_tokens"],
-              r["output_tokens"], "no price" if r["cost_usd"] is None else f"{r['cost_usd']:.4f}",
+              r["output_tokens"], None if r.get("cache_hit_share") is None else f"{100 * r['cache_hit_share']:.0f}",
+              "no price" if r["cost_usd"] is None else f"{r['cost_usd']:.4f}",
               *[None if r[c] is None else f"{r[c]:.1f}" for c in ("latency_p50_ms", "latency_p90_ms", "latency_p99_ms", "latency_max_ms")]]
              for r in report.usage.iter_rows(named=True)]
     statuses = [[r["model"], r["http_status"] if r["http_status"] is not None else "cancelled" if r.get("no_answer") == "cancelled" else "none", r["attempts"], r["retries"], r["failed"],
@@ -185,10 +204,12 @@ def _operations_section(report: Report) -> str:
             rate.setdefault(name, []).append((x, float(r["calls"])))
     return (
         "<h2>Operations</h2>"
-        + _table(["model", "caller", "requests", "attempts", "retries", "failed", "tokens in", "tokens out", "cost USD",
+        + _table(["model", "caller", "requests", "attempts", "retries", "failed", "tokens in", "tokens out", "cache hit %", "cost USD",
                   "p50 ms", "p90 ms", "p99 ms", "max ms"], usage)
-        + '<p class="note">Cost = tokens × the model\'s price per 1M tokens (price_in/price_out in the run config, or given '
-          "to the report).</p>"
+        + '<p class="note">Cost = tokens × the model\'s price per 1M tokens (price_in, price_cached_in, price_cache_write, '
+          "price_out in the run config, or given to the report), less the batch discount for batched calls; cache hit % = "
+          "input tokens read from the provider's prompt cache.</p>"
+        + _cost_table(report)
         + _table(["model", "HTTP status", "attempts", "retries", "failed", "mean Retry-After s", "example error"], statuses, left=1)
         + _reasoning_table(report)
         + line_chart(series, "Latency over time (median per second)", "seconds since the first call", "latency ms")

@@ -1,58 +1,51 @@
-"""Operations: tokens, estimated cost, latency percentiles, HTTP statuses and retries, calls per second."""
+"""Operations: tokens, cost (analytics/60_cost.sql), prompt caching, latency percentiles, HTTP statuses and
+retries, calls per second."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 
 import polars as pl
 
 from .loading import Results
 
-Prices = Mapping[str, tuple[float, float]]
-
-
-def prices_from_config(res: Results) -> dict[str, tuple[float, float]]:
-    """USD per 1M input/output tokens per model name, from ``runs.config`` (``models[]`` and ``judge``
-    with ``price_in``/``price_out``); later runs win."""
-    prices: dict[str, tuple[float, float]] = {}
-    runs = res.runs.sort("created_at")
-    for text in runs["config"].to_list():
-        try:
-            config = json.loads(text) if isinstance(text, str) else (text or {})
-        except ValueError:
-            continue
-        if not isinstance(config, dict):
-            continue
-        entries = list(config.get("models") or [])
-        if isinstance(config.get("judge"), dict):
-            entries.append(config["judge"])
-        for entry in entries:
-            if not isinstance(entry, dict) or not entry.get("name"):
-                continue
-            p_in, p_out = entry.get("price_in"), entry.get("price_out")
-            if p_in is None and p_out is None:
-                continue
-            prices[str(entry["name"])] = (float(p_in or 0.0), float(p_out or 0.0))
-    return prices
+Prices = Mapping[str, tuple[float, float]]  # model -> USD per 1M input, output tokens
 
 
 def usage_table(res: Results, prices: Prices | None = None) -> pl.DataFrame:
-    """The ``call_usage`` view with ``cost_usd`` (None when no price is known for the model).
+    """The ``call_usage`` view with ``cost_usd``: what the calls were billed, from the ``call_costs`` view
+    (prices in the run config, cached input and batch discount applied; None when a model has no price).
 
-    ``prices`` (from the command line) override the prices stored in the runs' config.
+    ``prices`` (USD per 1M input/output tokens per model name, e.g. given on a command line) replace a model's
+    configured ``price_in``/``price_out`` (its cached-input and cache-write prices become ``price_in``).
     """
-    known = prices_from_config(res)
-    known.update(prices or {})
     usage = res.call_usage.sort("model", "caller")
-    costs = []
-    for row in usage.iter_rows(named=True):
-        price = known.get(row["model"])
-        if price is None:
-            costs.append(None)
-        else:
-            costs.append(row["input_tokens"] / 1e6 * price[0] + row["output_tokens"] / 1e6 * price[1])
-    return usage.with_columns(pl.Series("cost_usd", costs, pl.Float64))
+    overrides = list((prices or {}).items())
+    values = " UNION ALL ".join("SELECT ?::VARCHAR AS model, ?::DOUBLE AS p_in, ?::DOUBLE AS p_out" for _ in overrides)
+    params = [v for name, (p_in, p_out) in overrides for v in (name, p_in, p_out)]
+    costs = res.sql(
+        f"""
+        WITH o AS ({values or "SELECT NULL::VARCHAR AS model, NULL::DOUBLE AS p_in, NULL::DOUBLE AS p_out WHERE false"})
+        SELECT k.model, k.caller,
+               sum(CASE WHEN o.model IS NULL THEN k.cost_usd
+                        ELSE token_cost_usd(k.input_tokens - k.cache_read_tokens - k.cache_write_tokens, k.cache_read_tokens,
+                                            k.cache_write_tokens, k.output_tokens, o.p_in, NULL, NULL, o.p_out) * (1 - k.batch_discount)
+                   END) AS cost_usd
+        FROM call_costs AS k LEFT JOIN o ON o.model = k.model
+        GROUP BY ALL
+        """,
+        params,
+    )
+    return usage.join(costs, on=["model", "caller"], how="left", nulls_equal=True)
+
+
+def cost_table(res: Results) -> pl.DataFrame:
+    """Cost per model x environment (the ``cost_by_model_env`` view): episodes and successful episodes, tokens,
+    cache hit share, batched share, cost, cost per episode and per successful episode, and what the same calls
+    would have cost without batch mode, without prompt caching and without either; empty when no model has a
+    price in the run config."""
+    frame = res.cost_by_model_env
+    return frame.filter(pl.col("cost_list_usd").is_not_null()).sort("model", "env", nulls_last=True)
 
 
 def status_table(res: Results) -> pl.DataFrame:

@@ -31,6 +31,7 @@ class Report:
     statuses: pl.DataFrame
     throughput: pl.DataFrame
     reasoning: pl.DataFrame | None = None  # reasoning_usage rows of models that thought (empty if none)
+    cost: pl.DataFrame | None = None  # cost_by_model_env rows of models with a price (empty if none)
 
     def deviation_groups(self) -> list[tuple[list[str], list[str]]]:
         """(run ids, "setting: value — not comparable ..." lines) per distinct set of deviations."""
@@ -60,6 +61,7 @@ class Report:
                 "http_statuses": _rows(self.statuses),
                 "calls_per_second": _rows(self.throughput),
                 "reasoning": _rows(self.reasoning) if self.reasoning is not None else [],
+                "cost": _rows(self.cost) if self.cost is not None else [],
             },
         }
 
@@ -105,4 +107,5 @@ def build_report(res: Results, prices: Prices | None = None) -> Report:
         statuses=operations.status_table(res),
         throughput=operations.throughput_table(res),
         reasoning=operations.reasoning_table(res),
+        cost=operations.cost_table(res),
     )

@@ -159,15 +159,37 @@ def repeats_tables(report: Report) -> list[Table]:
     return [table, spread]
 
 
+def cost_tables(report: Report) -> list[Table]:
+    """Cost per model × environment (models with a price in the run config), with what it would have cost
+    without batch mode and without prompt caching."""
+    if report.cost is None or report.cost.is_empty():
+        return []
+    table = Table(title="Cost per model × environment (USD; prices from the run config) and without batch mode / caching",
+                  title_justify="left")
+    for col in ("model", "env", "episodes", "successful", "cache hit %", "batched %", "cost", "per episode", "per success",
+                "without batch", "without caching", "without both", "saved %"):
+        table.add_column(col, justify="left" if col in ("model", "env") else "right")
+    for r in report.cost.iter_rows(named=True):
+        table.add_row(r["model"] or "?", r["env"] or "", _num(r["episodes"]), _num(r["successful_episodes"]), pct(r["cache_hit_share"]),
+                      pct(r["batched_share"]), _usd(r["cost_usd"]), _usd(r["cost_per_episode_usd"]), _usd(r["cost_per_success_usd"]),
+                      _usd(r["cost_no_batch_usd"]), _usd(r["cost_no_cache_usd"]), _usd(r["cost_list_usd"]), pct(r["saved_share"]))
+    return [table]
+
+
+def _usd(value: float | None) -> str:
+    return "" if value is None else f"{value:.4f}"
+
+
 def operations_tables(report: Report) -> list[Table]:
-    usage = Table(title="Model calls: tokens, estimated cost, latency (ms)", title_justify="left")
-    for col in ("model", "caller", "requests", "attempts", "retries", "failed", "tokens in", "tokens out", "cost USD",
+    usage = Table(title="Model calls: tokens, cost, prompt cache hits (share of input tokens read from the cache), latency (ms)",
+                  title_justify="left")
+    for col in ("model", "caller", "requests", "attempts", "retries", "failed", "tokens in", "tokens out", "cache hit %", "cost USD",
                 "p50", "p90", "p99", "max"):
         usage.add_column(col, justify="left" if col in ("model", "caller") else "right")
     for r in report.usage.iter_rows(named=True):
         cost = "no price" if r["cost_usd"] is None else f"{r['cost_usd']:.4f}"
         usage.add_row(r["model"] or "?", r["caller"], _num(r["requests"]), _num(r["attempts"]), _num(r["retries"]),
-                      _num(r["failed_attempts"]), _num(r["input_tokens"]), _num(r["output_tokens"]), cost,
+                      _num(r["failed_attempts"]), _num(r["input_tokens"]), _num(r["output_tokens"]), pct(r.get("cache_hit_share")), cost,
                       _num(r["latency_p50_ms"], 1), _num(r["latency_p90_ms"], 1), _num(r["latency_p99_ms"], 1),
                       _num(r["latency_max_ms"], 1))
     statuses = Table(title="HTTP attempts per status (none = no HTTP answer: timeout or reset; cancelled = abandoned at Ctrl-C)",
@@ -188,7 +210,7 @@ def operations_tables(report: Report) -> list[Table]:
         )
         for r in per_model.iter_rows(named=True):
             rate.add_row(r["model"] or "?", str(r["seconds"]), f"{r['mean']:.1f}", str(r["peak"]), str(r["first"]), str(r["last"]))
-    tables = [usage, statuses, rate]
+    tables = [usage, *cost_tables(report), statuses, rate]
     if report.reasoning is not None and not report.reasoning.is_empty():
         thinking = Table(title="Reasoning per model × environment (tokens the server reported as thinking; replies cut by the "
                                "output budget)", title_justify="left")  # fmt: skip
