@@ -72,6 +72,10 @@ def _parser() -> argparse.ArgumentParser:
     _add_data_flags(run)
     run.add_argument("--new-run", action="store_true", help="add a run with a different config to an existing --out file")
     run.add_argument("--no-progress", action="store_true", help="no live display")
+    run.add_argument("--ray", nargs="?", const="local", metavar="ADDRESS",
+                     help="play the episodes on a Ray cluster: auto, HOST:PORT or ray://HOST:PORT (no ADDRESS: a Ray instance on "
+                     "this machine); needs pip install 'agentbench-async[ray]'")
+    run.add_argument("--workers", type=int, help="worker processes (default with --ray: one per CPU); alone: that many on this machine")
     run.add_argument("--out", type=Path, help="the DuckDB file to write (required here or in the config)")
 
     demo = sub.add_parser("demo", help="evaluate the built-in mock model (oracle and weak) on every environment")
@@ -186,6 +190,14 @@ def _run_settings(args: argparse.Namespace) -> dict[str, Any]:
     if args.kg_endpoint:
         options.setdefault("kg", {})["kg_endpoint"] = args.kg_endpoint
     _add_env_options(args, options)
+    if args.ray is not None or args.workers is not None:
+        given = raw.get("ray")
+        ray_raw = dict(given) if isinstance(given, dict) else {"address": given} if isinstance(given, str) else {}
+        if args.ray is not None:
+            ray_raw["address"] = args.ray
+        if args.workers is not None:
+            ray_raw["workers"] = args.workers
+        raw["ray"] = ray_raw
     if args.new_run:
         raw["new_run"] = True
     return raw
@@ -219,6 +231,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 def _execute(cfg: RunConfig, *, progress: bool | None, command: str, skip_unavailable: bool = False) -> int:
     from .scheduler import Evaluation
+
+    if cfg.ray is not None:  # Ray is imported only here, for a run that asks for it
+        from .distributed import require_ray
+
+        require_ray()
+        from .distributed.evaluation import RayEvaluation as Evaluation  # type: ignore[assignment]
 
     evaluation = Evaluation(cfg, console=_err, progress=progress, command=command, skip_unavailable_envs=skip_unavailable)
     summary = eventloop.run(evaluation.run())

@@ -11,6 +11,7 @@ from typing import Any
 
 import yaml
 
+from .distributed import RaySettings, ray_settings
 from .envs import available_envs, env_class
 from .errors import AgentBenchError, ConfigError
 from .history import POLICY_NAMES
@@ -37,6 +38,7 @@ class RunConfig:
     env_options: dict[str, dict[str, Any]] = field(default_factory=dict)
     new_run: bool = False
     seed: int = 0
+    ray: RaySettings | None = None  # where episodes run: None = this process (distributed/__init__.py)
 
     def public_dict(self) -> dict[str, Any]:
         """What is stored in ``runs.config`` (names of key variables only, never keys)."""
@@ -57,6 +59,8 @@ class RunConfig:
         }
         # the result-deciding settings that are not AgentBench v0.2's (report prints them, SQL can read them)
         public[DEVIATIONS_KEY] = deviations_json(public)
+        if self.ray is not None:  # where it ran (operational: not in the fingerprint)
+            public["ray"] = self.ray.public_dict()
         return public
 
     def fingerprint(self) -> str:
@@ -87,7 +91,7 @@ class RunConfig:
 
 _TOP_KEYS = {
     "out", "models", "envs", "split", "limit", "repeats", "max_concurrency", "data_dir", "action_mode",
-    "history", "judge", "env_options", "seed",
+    "history", "judge", "env_options", "seed", "ray",
 }  # fmt: skip
 
 
@@ -221,4 +225,5 @@ def build_config(raw: dict[str, Any], *, where: str = "config") -> RunConfig:
         env_options={k: dict(v) for k, v in env_options.items()},
         new_run=bool(raw.get("new_run", False)),
         seed=ints.get("seed", 0),
+        ray=ray_settings(raw.get("ray"), where=where),
     )

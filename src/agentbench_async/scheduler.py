@@ -89,7 +89,8 @@ def raise_open_file_limit(wanted: int = 65536) -> int:
     return soft
 
 
-def _agent_fn(client: ModelClient, spec: EpisodeSpec) -> AgentFn:
+def agent_fn(client: ModelClient, spec: EpisodeSpec) -> AgentFn:
+    """The episode's way to call ``client`` (with the mock model's task headers)."""
     t = spec.task
     headers = {TASK_HEADER: f"{t.env}/{t.split}/{t.source}/{t.task_id}", EPISODE_HEADER: spec.episode_id}
 
@@ -137,7 +138,7 @@ class Evaluation:
                 # counting reads the task files: a bad one fails before any server starts
                 env_counts = {model.name: self._count(env, model.name, done) for model in cfg.models}
                 try:
-                    await env.start()
+                    await self._start_env(env)
                 except EnvUnavailableError as exc:
                     if not self.skip_unavailable_envs:
                         raise
@@ -148,7 +149,7 @@ class Evaluation:
                     failed_starts.append(_start_failure(name, exc))
                     self.console.print(f"[red]error: {failed_starts[-1]}[/red]", highlight=False, soft_wrap=True)
                     with contextlib.suppress(Exception):
-                        await env.close()
+                        await self._close_env(env)
                     continue
                 envs[name] = env
                 counts.update({(model, name): c for model, c in env_counts.items()})
@@ -172,7 +173,7 @@ class Evaluation:
         finally:
             for env in envs.values():
                 try:
-                    await env.close()
+                    await self._close_env(env)
                 except Exception as exc:  # noqa: BLE001 - report, keep closing the others
                     self.console.print(f"[yellow]closing {env.name} failed: {exc}[/yellow]")
             store.close()
@@ -194,7 +195,7 @@ class Evaluation:
             judge = batched[id(judge)] if judge is not None else None
             self.progress.clients = list(clients.values()) + ([judge] if judge and judge not in clients.values() else [])
             global_sem = asyncio.Semaphore(cfg.max_concurrency)
-            env_sems = {name: asyncio.Semaphore(min(env.capacity, cfg.max_concurrency)) for name, env in envs.items()}
+            env_sems = {name: asyncio.Semaphore(min(self._capacity(env), cfg.max_concurrency)) for name, env in envs.items()}
             streams = []
             for model in cfg.models:
                 for name, env in envs.items():
@@ -242,6 +243,16 @@ class Evaluation:
         await batch_client.start(done)
         return batch_client  # type: ignore[return-value]  # same complete() and stats as a ModelClient
 
+    # Where environments run: here (a distributed run overrides these, see distributed/evaluation.py).
+    async def _start_env(self, env: Environment) -> None:
+        await env.start()
+
+    async def _close_env(self, env: Environment) -> None:
+        await env.close()
+
+    def _capacity(self, env: Environment) -> int:
+        return env.capacity
+
     def _client(self, model: ModelConfig, sessions: list[aiohttp.ClientSession], shared: dict[str, ModelClient] | None = None) -> ModelClient:
         if shared and model.name in shared:
             return shared[model.name]  # the judge is one of the evaluated models: same limits
@@ -280,8 +291,8 @@ class Evaluation:
                 global_sem.release()
                 env_sem.release()
                 return
-            judge_fn = _agent_fn(judge, spec) if judge is not None else None
-            task = asyncio.create_task(self._one(env, spec, _agent_fn(client, spec), judge_fn, writer, summary, global_sem, env_sem))
+            judge_fn = agent_fn(judge, spec) if judge is not None else None
+            task = asyncio.create_task(self._one(env, spec, agent_fn(client, spec), judge_fn, writer, summary, global_sem, env_sem))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
 

@@ -23,12 +23,14 @@ def make_client(config: ModelConfig, session: aiohttp.ClientSession, limits: Mod
     return cls(config, session, limits, target)
 
 
-def open_client(config: ModelConfig, sessions: list[aiohttp.ClientSession]) -> ModelClient:
-    """A client with its own session (appended to ``sessions`` for closing), limits and route."""
+def open_client(config: ModelConfig, sessions: list[aiohttp.ClientSession], limits: ModelLimits | None = None) -> ModelClient:
+    """A client with its own session (appended to ``sessions`` for closing), limits and route; ``limits``:
+    limits held elsewhere (a distributed run's workers lease theirs from the run's broker)."""
     target = config.route()
     session = client_session(target, limit=config.max_in_flight, ttl_dns_cache=300, enable_cleanup_closed=True)
     sessions.append(session)
-    limits = ModelLimits(max_in_flight=config.max_in_flight, rpm=config.rpm, tpm=config.tpm, window_s=config.rate_window_s)
+    if limits is None:
+        limits = ModelLimits(max_in_flight=config.max_in_flight, rpm=config.rpm, tpm=config.tpm, window_s=config.rate_window_s)
     return make_client(config, session, limits, target)
 
 

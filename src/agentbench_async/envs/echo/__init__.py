@@ -6,12 +6,18 @@ engine itself (bench/throughput.py) and exercises every status in the engine tes
 no ``ANSWER:`` line -> ``invalid_format``; a non-integer answer -> ``invalid_action``; a wrong number
 -> ``completed`` with score 0; all numbers right -> ``completed`` with score 1; more turns than the
 task has numbers plus one -> ``task_limit_exceeded``.
+
+Option ``cpu_ms`` (``--env-option echo.cpu_ms=N``): each step first spends N ms of CPU in Python code
+(holding the GIL, in a thread so the event loop stays free), standing in for an environment whose steps
+cost real CPU (a game engine) in bench/ray_scaling.py.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -35,6 +41,15 @@ _TOOLS: list[dict[str, Any]] = [
         },
     }
 ]
+
+
+def _burn(ms: float) -> None:
+    """Spend ``ms`` milliseconds of this thread's CPU time in Python code."""
+    end = time.thread_time() + ms / 1000
+    x = 0
+    while time.thread_time() < end:
+        for i in range(1000):
+            x = (x * 31 + i) % 1_000_003
 
 
 def _numbers(split: str, index: int, turns: int) -> list[int]:
@@ -73,12 +88,13 @@ class EchoEnvironment(Environment):
         return Task(env=self.name, split=split, task_id=task_id, data={"numbers": _numbers(split, index, turns)})
 
     async def open_session(self, task: Task, ctx: EpisodeContext) -> Session:
-        return _EchoSession(task, ctx)
+        return _EchoSession(task, ctx, float(self.options.get("cpu_ms", 0)))
 
 
 class _EchoSession(Session):
-    def __init__(self, task: Task, ctx: EpisodeContext) -> None:
+    def __init__(self, task: Task, ctx: EpisodeContext, cpu_ms: float = 0.0) -> None:
         self._numbers: list[int] = list(task.data["numbers"])
+        self._cpu_ms = cpu_ms
         self._ctx = ctx
         self._pos = 0
 
@@ -114,6 +130,8 @@ class _EchoSession(Session):
         return [{"role": "user", "content": text}]
 
     async def step(self, reply: ModelReply) -> Step:
+        if self._cpu_ms:
+            await asyncio.to_thread(_burn, self._cpu_ms)
         raw, error = self._parse(reply)
         if raw is None:
             return Step(valid=False, error=error, outcome=Outcome(status="invalid_format", error=error))

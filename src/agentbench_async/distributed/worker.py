@@ -1,0 +1,135 @@
+"""One worker process of a distributed run: the run's environments started where it runs, the models'
+clients (with limits leased from the broker), and whole episodes played on the driver's request.
+
+The body of a Ray actor (``cluster.py`` wraps it); its methods run on the actor's event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import os
+import socket
+from typing import Any
+
+import aiohttp
+
+from ..config import RunConfig
+from ..envs import make_env
+from ..envs.base import Environment
+from ..episode import EpisodeCancelled, EpisodeSpec, run_episode
+from ..errors import EnvUnavailableError
+from ..models import ModelClient, open_client
+from ..records import EpisodeRecord, TurnRow
+from ..scheduler import agent_fn, raise_open_file_limit
+from .leases import LeaseChannel
+
+LiveBatch = list[tuple[str, str, str, list[TurnRow]]]  # (episode_id, model, env, turn rows) of running episodes
+
+
+class EpisodeWorker:
+    """Plays episodes of the run's environments in this process."""
+
+    def __init__(self, index: int, config: RunConfig, broker: Any) -> None:
+        self.index = index
+        self.config = config
+        self._channel = LeaseChannel(broker, index)
+        self._envs: dict[str, Environment] = {}
+        self._unavailable: dict[str, str] = {}
+        self._clients: dict[str, ModelClient] = {}
+        self._judge: ModelClient | None = None
+        self._sessions: list[aiohttp.ClientSession] = []
+        self._running: dict[str, asyncio.Task[Any]] = {}
+        self._live: LiveBatch = []
+
+    async def start(self) -> dict[str, Any]:
+        """Start the environments here (one that cannot start is reported, and gets no episodes here)."""
+        import ray
+
+        cfg = self.config
+        raise_open_file_limit()
+        for name in cfg.envs:
+            env = make_env(name, data_dir=cfg.data_dir, options=cfg.env_options.get(name))
+            try:
+                await env.start()
+            except EnvUnavailableError as exc:
+                self._unavailable[name] = str(exc)
+                continue
+            except Exception as exc:  # noqa: BLE001 - reported to the driver; the other environments go on
+                self._unavailable[name] = f"failed to start ({type(exc).__name__}: {' '.join(str(exc).split()) or 'no message'})"
+                try:
+                    await env.close()
+                except Exception:  # noqa: BLE001 - already reported
+                    pass
+                continue
+            self._envs[name] = env
+        for model in cfg.models:
+            self._clients[model.name] = open_client(model, self._sessions, limits=self._channel.limits(model))
+        if cfg.judge is not None:
+            self._judge = self._clients.get(cfg.judge.name) or open_client(cfg.judge, self._sessions, limits=self._channel.limits(cfg.judge))
+        # as the local scheduler does: thousands of live objects make the GC's walks most of the cost
+        gc.collect()
+        gc.freeze()
+        gc.set_threshold(200_000, *gc.get_threshold()[1:])
+        return {
+            "index": self.index,
+            "node_id": ray.get_runtime_context().get_node_id(),
+            "host": socket.gethostname(),
+            "ip": ray.util.get_node_ip_address(),
+            "pid": os.getpid(),
+            "envs": {name: env.capacity for name, env in self._envs.items()},
+            "unavailable": dict(self._unavailable),
+        }
+
+    async def run(self, spec: EpisodeSpec) -> tuple[EpisodeRecord, dict[str, dict[str, int]]]:
+        """Play one episode; returns its record (``cancelled`` if ``cancel`` stopped it) and the clients' counters."""
+        env = self._envs[spec.task.env]
+        agent = agent_fn(self._clients[spec.model], spec)
+        judge = agent_fn(self._judge, spec) if self._judge is not None else None
+        episode_id = spec.episode_id
+        self._running[episode_id] = asyncio.current_task()  # type: ignore[assignment]
+        try:
+            try:
+                record = await run_episode(env, spec, agent, judge, live=self._live_sink(episode_id, spec.model, env.name))
+            except EpisodeCancelled as cancelled:
+                record = cancelled.record
+        finally:
+            self._running.pop(episode_id, None)
+        return record, self.stats()
+
+    def _live_sink(self, episode_id: str, model: str, env: str) -> Any:
+        def sink(rows: list[TurnRow]) -> None:
+            if rows:
+                self._live.append((episode_id, model, env, rows))
+
+        return sink
+
+    async def cancel(self, episode_id: str) -> bool:
+        """Stop a running episode (Ctrl-C on the driver): it ends as ``cancelled`` and ``run`` returns it."""
+        task = self._running.get(episode_id)
+        if task is None:
+            return False
+        task.cancel()
+        return True
+
+    async def drain(self) -> tuple[LiveBatch, dict[str, dict[str, int]]]:
+        """Turns of running episodes since the last call (for live readers of the file) and the counters."""
+        live, self._live = self._live, []
+        return live, self.stats()
+
+    def stats(self) -> dict[str, dict[str, int]]:
+        """Each client's counters (calls, retries, errors, tokens), by model name."""
+        clients = dict(self._clients)
+        if self._judge is not None:
+            clients.setdefault(self._judge.config.name, self._judge)
+        return {name: dict(client.stats) for name, client in clients.items()}
+
+    async def close(self) -> None:
+        self._channel.close()
+        for env in self._envs.values():
+            try:
+                await env.close()
+            except Exception:  # noqa: BLE001 - closing must go on for the others
+                pass
+        for session in self._sessions:
+            await session.close()

@@ -1,0 +1,221 @@
+"""Distributed runs on a real Ray cluster on 127.0.0.1, started here as a user would (``ray start --head``,
+``ray start --address``), driven by ``agentbench run --ray ADDRESS`` against the loopback mock model.
+
+One cluster (a head and one worker node, one CPU each) serves the whole module; the fault test adds a node
+of its own and kills it. Every process started here is stopped by its process group at the end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import os
+import re
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from engine_support import query, run, start_mock
+from support import require
+
+from agentbench_async.config import build_config
+
+HAS_RAY = importlib.util.find_spec("ray") is not None
+HAS_MARIADB = bool(shutil.which("mariadbd") or os.access("/usr/sbin/mariadbd", os.X_OK))
+RAY = Path(sys.executable).with_name("ray")
+_STARTED = "Ray runtime started"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class _Node:
+    proc: subprocess.Popen[bytes]
+    log: Path
+
+    def kill(self, sig: int = signal.SIGKILL) -> None:
+        """Signal every process of the node: ``ray start --block`` leads a session of its own, and everything it
+        started stays in it (Ray's worker processes put themselves in process groups of their own)."""
+        for pid in _session_members(self.proc.pid):
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+
+    def stop(self) -> None:
+        self.kill(signal.SIGTERM)
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            pass
+        self.kill(signal.SIGKILL)
+        self.proc.wait(10)
+
+
+def _session_members(sid: int) -> list[int]:
+    members = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            fields = stat[stat.rindex(")") + 2 :].split()  # after "pid (comm) ": state ppid pgrp session ...
+            if int(fields[3]) == sid:
+                members.append(int(entry.name))
+    return members
+
+
+def _start_node(args: list[str], env: dict[str, str], log: Path) -> _Node:
+    with log.open("wb") as out:
+        proc = subprocess.Popen([str(RAY), "start", *args, "--node-ip-address=127.0.0.1", "--disable-usage-stats", "--block"],
+                                env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+    node = _Node(proc, log)
+    deadline = time.monotonic() + 90
+    while _STARTED not in log.read_text(errors="replace"):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            node.stop()
+            pytest.fail(f"ray start {' '.join(args)} did not come up:\n{log.read_text(errors='replace')[-3000:]}")
+        time.sleep(0.2)
+    return node
+
+
+@dataclass
+class _Cluster:
+    address: str
+    env: dict[str, str]
+    temp: Path
+
+    def add_node(self, log: Path) -> _Node:
+        return _start_node([f"--address={self.address}", "--num-cpus=1"], self.env, log)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[_Cluster]:
+    require(HAS_RAY, "Ray is not installed (pip install '.[ray]')")
+    logs = tmp_path_factory.mktemp("ray-logs")
+    temp = Path(tempfile.mkdtemp(prefix="abray", dir="/tmp"))  # short: Ray's unix sockets live under it
+    env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(16), "RAY_USAGE_STATS_ENABLED": "0"}
+    port = _free_port()
+    nodes = [_start_node(["--head", f"--port={port}", "--num-cpus=1", "--include-dashboard=false", f"--temp-dir={temp}"], env, logs / "head.log")]
+    try:
+        state = _Cluster(f"127.0.0.1:{port}", env, temp)
+        nodes.append(state.add_node(logs / "node1.log"))
+        yield state
+    finally:
+        for node in reversed(nodes):
+            node.stop()
+        shutil.rmtree(temp, ignore_errors=True)
+
+
+def _config(out: Path, base_url: str, envs: list[str], **settings: Any) -> dict[str, Any]:
+    fast = {"base_url": base_url, "task_header": True, "timeout": 10, "retry_backoff_s": 0.05, "retry_backoff_max_s": 0.5}
+    models = settings.pop("models", [{"name": "mock-oracle"}])
+    return {"out": str(out), "envs": envs, "split": "dev", "models": [{**fast, **m} for m in models], **settings}
+
+
+async def _agentbench(cluster: _Cluster, *args: str) -> tuple[int, str]:
+    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "agentbench_async.cli", *args, env=cluster.env,
+                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)  # fmt: skip
+    _, err = await asyncio.wait_for(proc.communicate(), 300)
+    return proc.returncode or 0, " ".join(err.decode(errors="replace").split())  # as one line: rich wraps at 80 columns
+
+
+def _results(path: Path) -> list[tuple[Any, ...]]:
+    return query(path, "SELECT episode_id, status, score, success, n_turns, paper_status FROM episodes ORDER BY episode_id")
+
+
+def _transcripts(path: Path) -> list[tuple[Any, ...]]:
+    rows = query(path, "SELECT episode_id, seq, turn, role, content, action, valid FROM turns ORDER BY episode_id, seq")
+    # db gives each episode a database user of a random name, which its error messages quote
+    return [(*r[:4], re.sub(r"abu_[0-9a-f]+", "abu_*", r[4] or ""), *r[5:]) for r in rows]
+
+
+async def test_cluster_run_matches_a_local_run_under_an_enforced_rate_limit(cluster: _Cluster, tmp_path: Path) -> None:
+    require(HAS_MARIADB, "mariadbd is not installed (apt-get install mariadb-server)")
+    # The server refuses (429) beyond 40 requests in any second; the two models may use 20 each.
+    server = await start_mock(rpm_limit=40, rpm_window_s=1.0)
+    limits = {"rpm": 20, "rate_window_s": 1.0}
+    models = [{"name": "mock-oracle", **limits}, {"name": "mock-weak", **limits}]
+    try:
+        raw = _config(tmp_path / "ray.duckdb", server.base_url, ["echo", "db", "kg"], limit=4, models=models)
+        (tmp_path / "run.yaml").write_text(yaml.safe_dump(raw))
+        code, err = await _agentbench(cluster, "run", "--config", str(tmp_path / "run.yaml"), "--ray", cluster.address, "--no-progress")
+        assert code == 0, err
+        assert server.stats["429_rate_limit"] == 0, "a worker went over the model's limit"
+        assert server.max_requests_in_window <= 40
+        assert "ray: 2 workers on 2 nodes" in err
+        assert re.search(r"24 episodes finished .*; 0 already done", err), err
+        # the same config in one local process, against the same server
+        local = build_config({**raw, "out": tmp_path / "local.duckdb"}, where="test")
+        await run(local)
+    finally:
+        await server.stop()
+    ray_results = _results(tmp_path / "ray.duckdb")
+    assert len(ray_results) == len({r[0] for r in ray_results}) == 24  # 2 models x 3 environments x 4 tasks, one row each
+    assert ray_results == _results(tmp_path / "local.duckdb")
+    assert _transcripts(tmp_path / "ray.duckdb") == _transcripts(tmp_path / "local.duckdb")
+    assert query(tmp_path / "ray.duckdb", "SELECT count(*) FROM model_calls WHERE http_status <> 200") == [(0,)]
+    # re-running the command resumes: nothing left to do
+    code, err = await _agentbench(cluster, "run", "--config", str(tmp_path / "run.yaml"), "--ray", cluster.address, "--no-progress")
+    assert code == 0, err
+    assert "0 episodes finished (nothing to do); 24 already done" in err
+
+
+async def test_killing_a_worker_node_mid_run_loses_nothing(cluster: _Cluster, tmp_path: Path) -> None:
+    extra = cluster.add_node(tmp_path / "node2.log")  # a third node, killed mid-run
+    server = await start_mock(latency_ms=250)
+    try:  # 60 episodes of 3 turns, 12 at a time: about 4 s of work, 4 episodes in flight on each worker
+        raw = _config(tmp_path / "r.duckdb", server.base_url, ["echo"], max_concurrency=12, env_options={"echo": {"tasks": 60, "turns": 3}})
+        (tmp_path / "run.yaml").write_text(yaml.safe_dump(raw))
+        running = asyncio.ensure_future(_agentbench(cluster, "run", "--config", str(tmp_path / "run.yaml"), "--ray", cluster.address, "--no-progress"))
+        deadline = time.monotonic() + 120
+        while server.stats["requests"] < 24:  # the workers are started and every one has episodes in flight
+            assert not running.done(), running.result()[1]
+            assert time.monotonic() < deadline, "the run never got going"
+            await asyncio.sleep(0.05)
+        extra.kill()
+        code, err = await running
+    finally:
+        extra.stop()
+        await server.stop()
+    assert code == 0, err
+    assert "ray: 3 workers on 3 nodes" in err
+    assert "was lost" in err
+    lost = re.search(r"1 lost, (\d+) episodes re-run after a loss", err)
+    assert lost and int(lost.group(1)) > 0, err
+    rows = query(tmp_path / "r.duckdb", "SELECT count(*), count(DISTINCT episode_id), count(*) FILTER (WHERE status = 'completed' AND success) FROM episodes")
+    assert rows == [(60, 60, 60)]  # every episode stored once, each a full, correct run
+
+
+async def test_workers_on_this_machine(tmp_path: Path) -> None:
+    require(HAS_RAY, "Ray is not installed (pip install '.[ray]')")
+    server = await start_mock()
+    try:
+        raw = _config(tmp_path / "w.duckdb", server.base_url, ["echo"], limit=10)
+        (tmp_path / "run.yaml").write_text(yaml.safe_dump(raw))
+        env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
+        proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "agentbench_async.cli", "run", "--config", str(tmp_path / "run.yaml"),
+                                                    "--workers", "2", "--no-progress", env=env, stderr=asyncio.subprocess.PIPE)  # fmt: skip
+        _, err_bytes = await asyncio.wait_for(proc.communicate(), 300)
+    finally:
+        await server.stop()
+    err = " ".join(err_bytes.decode(errors="replace").split())
+    assert proc.returncode == 0, err
+    assert "ray: 2 workers on 1 node;" in err
+    assert query(tmp_path / "w.duckdb", "SELECT count(*), count(*) FILTER (WHERE success) FROM episodes") == [(10, 10)]
