@@ -19,13 +19,13 @@ import argparse
 import json
 import os
 import re
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from throughput import _start_mock  # serve-mock in its own process (bench/ is on the path)
 
 _READER = r"""
 import json, sys, time
@@ -53,22 +53,6 @@ while not os.path.exists(stop):
     time.sleep(max(0.0, 0.1 - (time.perf_counter() - t0)))
 print(json.dumps({"latency": lat, "ages": ages, "live": live}))
 """
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _wait_port(port: int) -> None:
-    for _ in range(200):
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    raise SystemExit(f"the mock server did not listen on port {port}")
 
 
 def _run(url: str, out: Path, episodes: int, concurrency: int, readers: bool) -> dict[str, float]:
@@ -106,12 +90,8 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=2, help="alone / with readers, alternating, this many times (medians)")
     ap.add_argument("--latency-ms", type=float, default=100.0, help="the mock's reply latency")
     args = ap.parse_args()
-    port = _free_port()
-    mock = subprocess.Popen([sys.executable, "-m", "agentbench_async.cli", "serve-mock", "--port", str(port),
-                             "--latency-ms", str(args.latency_ms)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    mock, url = _start_mock("--latency-ms", str(args.latency_ms))
     try:
-        _wait_port(port)
-        url = f"http://127.0.0.1:{port}/v1"
         alone: list[float] = []
         read: list[dict[str, float]] = []
         with tempfile.TemporaryDirectory() as tmp:

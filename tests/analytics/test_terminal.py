@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+from engine_support import mock_process
 from rich.console import Console
 
 from agentbench_async.analytics import load
@@ -85,19 +84,7 @@ def test_sql_csv_has_unix_line_endings(demo: tuple[Path, str]) -> None:
 
 
 def test_run_drives_the_mock_from_the_command_line(tmp_path: Path) -> None:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    mock = subprocess.Popen([sys.executable, "-m", "agentbench_async.cli", "serve-mock", "--port", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
-    try:
-        for _ in range(200):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                time.sleep(0.05)
-        url = f"http://127.0.0.1:{port}/v1"
+    with mock_process() as url:
         statuses = {}
         for model in ("mock-oracle", "mock-weak"):
             out = tmp_path / f"{model}.duckdb"
@@ -106,9 +93,6 @@ def test_run_drives_the_mock_from_the_command_line(tmp_path: Path) -> None:
             assert proc.returncode == 0, proc.stderr
             with load(out) as res:
                 statuses[model] = dict(res.sql("SELECT status, count(*) FROM episodes GROUP BY status").rows())
-    finally:
-        mock.terminate()
-        mock.wait(10)
     # the task header made serve-mock play each model name's policy on each task
     assert statuses["mock-oracle"] == {"completed": 4}
     assert set(statuses["mock-weak"]) - {"completed"}, statuses

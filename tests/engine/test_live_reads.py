@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from engine_support import mock_process
+
 from agentbench_async.analytics import load
 from agentbench_async.store.live import live_dir, read_status
 
@@ -29,21 +31,8 @@ def _free_port() -> int:
 
 @pytest.fixture
 def mock_url(request: pytest.FixtureRequest) -> Iterator[str]:
-    latency = str(getattr(request, "param", 100))
-    port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "agentbench_async.cli", "serve-mock", "--port", str(port), "--latency-ms", latency],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
-    try:
-        for _ in range(200):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}/v1"
-    finally:
-        proc.terminate()
-        proc.wait(10)
+    with mock_process("--latency-ms", str(getattr(request, "param", 100))) as url:
+        yield url
 
 
 def _run(out: Path, url: str, *, tasks: int, turns: int, concurrency: int) -> subprocess.Popen[str]:

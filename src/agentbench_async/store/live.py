@@ -36,6 +36,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from ..processes import pid_alive
+
 LIVE_TABLES: tuple[str, ...] = ("runs", "episodes", "turns", "model_calls", "live_turns")
 DELETION_KINDS = ("replace", "finish", "restart")
 _DELETIONS_SCHEMA = pa.schema([("kind", pa.string()), ("episode_id", pa.string()), ("fingerprint", pa.string())])
@@ -151,7 +153,7 @@ def read_manifest(path: Path) -> dict[str, Any] | None:
         manifest: dict[str, Any] = json.loads((live_dir(path) / MANIFEST).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    if manifest.get("format") != _FORMAT or not _pid_alive(int(manifest.get("pid", 0))):
+    if manifest.get("format") != _FORMAT or not pid_alive(int(manifest.get("pid", 0))):
         return None
     return manifest
 
@@ -174,18 +176,6 @@ def manifest_files(path: Path, manifest: dict[str, Any]) -> dict[str, list[str]]
         for table in part["tables"]:
             files[table].append(str(root / part["name"] / f"{table}.parquet"))
     return files
-
-
-def _pid_alive(pid: int) -> bool:
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 # -- writer side -----------------------------------------------------------------------------------

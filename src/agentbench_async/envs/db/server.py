@@ -29,6 +29,7 @@ from urllib.parse import unquote, urlparse
 import pymysql
 
 from ...errors import ConfigError, EnvError, EnvUnavailableError
+from ...processes import pid_alive
 
 # MySQL 8's default sql_mode (what AgentBench's `mysql` image ran with).
 MYSQL8_SQL_MODE = (
@@ -136,16 +137,6 @@ def _load_prctl() -> Any:
 _PRCTL = _load_prctl()
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def _remove_stale_dirs() -> None:
     """Remove run folders of servers that are gone (a run killed before its close())."""
     now = time.time()
@@ -154,7 +145,7 @@ def _remove_stale_dirs() -> None:
             if folder.stat().st_uid != os.geteuid() or now - folder.stat().st_mtime < _STALE_AFTER:
                 continue
             pid_file = folder / "run" / "mysqld.pid"
-            if pid_file.exists() and _pid_alive(int(pid_file.read_text().strip() or 0)):
+            if pid_file.exists() and pid_alive(int(pid_file.read_text().strip() or 0)):
                 continue
         except (OSError, ValueError):
             continue
