@@ -52,6 +52,19 @@ def _burn(ms: float) -> None:
             x = (x * 31 + i) % 1_000_003
 
 
+def _preamble(tokens: int) -> str:
+    """About ``tokens`` tokens of fixed instructions before the task (option ``preamble_tokens``): an
+    AgentBench-sized system prompt for bench/cost.py, identical for every task (a cacheable prefix)."""
+    if tokens <= 0:
+        return ""
+    rules = []
+    n = 0
+    while sum(len(r) for r in rules) < tokens * 4:
+        n += 1
+        rules.append(f"Rule {n}: read the whole message before replying, and answer only with what the task asks for.\n")
+    return "".join(rules) + "\n"
+
+
 def _numbers(split: str, index: int, turns: int) -> list[int]:
     return [(index * 7919 + k * 104729 + (0 if split == "dev" else 13)) % 1000 for k in range(turns)]
 
@@ -107,7 +120,8 @@ class _EchoSession(Session):
     async def begin(self) -> list[Message]:
         how = "call the answer tool" if self._ctx.action_mode == "tools" else "reply with a line `ANSWER: <number>`"
         intro = f"You will be shown {len(self._numbers)} number(s), one per turn. Each time, {how}."
-        return [{"role": "user", "content": intro + "\n" + self._ask()}]
+        preamble = _preamble(int(self._ctx.options.get("preamble_tokens", 0)))
+        return [{"role": "user", "content": preamble + intro + "\n" + self._ask()}]
 
     def _parse(self, reply: ModelReply) -> tuple[str | None, str | None]:
         """Returns (raw answer text, format error)."""
