@@ -169,7 +169,7 @@ def read_status(path: str | Path) -> LiveStatus | None:
 
 def manifest_files(path: Path, manifest: dict[str, Any]) -> dict[str, list[str]]:
     """Table (and ``deletions``) -> the Parquet files holding its published rows, base first."""
-    root = live_dir(path)
+    root = live_dir(path.resolve())  # absolute: the views do not depend on the reader's working directory
     files: dict[str, list[str]] = {t: [str(root / "base" / f"{t}.parquet")] for t in LIVE_TABLES}
     files["deletions"] = []
     for part in manifest["parts"]:
