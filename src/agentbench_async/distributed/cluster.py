@@ -165,7 +165,7 @@ class Cluster:
 
     def _report_start(self, started: list[_Worker]) -> None:
         nodes = {w.node_id for w in started}
-        self.console.print(f"ray: {len(started)} workers on {len(nodes)} node{'s' * (len(nodes) != 1)}", highlight=False)
+        self.console.print(f"ray: {_count(len(started), 'worker')} on {_count(len(nodes), 'node')}", highlight=False)
         seen: set[tuple[str, str]] = set()
         for w in started:
             for env, reason in w.unavailable.items():
@@ -311,10 +311,14 @@ class Cluster:
         started = [w for w in self.workers if w.host != "?"]
         lost = sum(1 for w in started if not w.alive and w.pid)
         nodes = len({w.node_id for w in started})
-        line = f"ray: {len(started)} workers on {nodes} node{'s' * (nodes != 1)}; {lost} lost, {self.rerun} episodes re-run after a loss"
+        line = f"ray: {_count(len(started), 'worker')} on {_count(nodes, 'node')}; {lost} lost, {self.rerun} episodes re-run after a loss"
         if self.unrun:
             line += f"; not run (no worker left for {', '.join(sorted(self.unrun))}): {sum(self.unrun.values())}, resume runs them"
         return line
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'s' * (n != 1)}"
 
 
 def _await(ref: Any) -> asyncio.Future[Any]:
