@@ -135,17 +135,13 @@ class EpisodeWriter:
             self.live_error = f"live reads of {self.store.path} stopped: {exc}"
 
     def _live_table(self, live: list[tuple[str, str, str, list[TurnRow]]], finished: set[str]) -> pa.Table:
-        cols: dict[str, list[Any]] = {c: [] for c in ("run_id", "episode_id", *_TURN_FIELDS, "model", "env")}
-        for episode_id, model, env, rows in live:
-            if episode_id in finished:
-                continue  # finished within this interval: its turns go to turns directly
-            n = len(rows)
-            cols["episode_id"] += [episode_id] * n
-            cols["model"] += [model] * n
-            cols["env"] += [env] * n
-            for c in _TURN_FIELDS:
-                cols[c] += [getattr(t, c) for t in rows]
-        cols["run_id"] = [self.run_id] * len(cols["episode_id"])
+        kept = [item for item in live if item[0] not in finished]  # finished within this interval: straight to turns
+        rows = [t for _, _, _, turns in kept for t in turns]
+        cols: dict[str, list[Any]] = {
+            "run_id": [self.run_id] * len(rows), "episode_id": [e for e, _, _, turns in kept for _ in turns],
+            **_columns(rows, _TURN_FIELDS),
+            "model": [m for _, m, _, turns in kept for _ in turns], "env": [v for _, _, v, turns in kept for _ in turns],
+        }  # fmt: skip
         cols["created_at"] = _timestamps(cols["created_at"])
         return pa.table(cols)
 
