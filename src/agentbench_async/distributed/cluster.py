@@ -44,6 +44,10 @@ class _Worker:
     unavailable: dict[str, str] = field(default_factory=dict)
     alive: bool = True
     in_flight: Counter[str] = field(default_factory=Counter)
+    pending: dict[str, asyncio.Future[EpisodeRecord]] = field(default_factory=dict)  # episode id -> its record to come
+    outbox: list[EpisodeSpec] = field(default_factory=list)  # episodes not yet sent
+    flush_due: bool = False
+    collector: asyncio.Task[None] | None = None
 
     @property
     def where(self) -> str:
@@ -226,23 +230,17 @@ class Cluster:
                 self.unrun[env] += 1
                 return None
             try:
-                result = await self._run_on(worker, spec)
+                return await self._play_on(worker, spec)
             except Exception as exc:  # noqa: BLE001 - RayActorError and kin: the worker (or its node) is gone
                 await self._lose(worker, exc)
                 if self.stopping:
                     return None
                 self.rerun += 1
-                continue
             finally:
                 self._release(worker, env)
-            if result is None:
-                return None
-            record, stats = result
-            self.stats[worker.index] = stats
-            return record
 
-    async def _run_on(self, worker: _Worker, spec: EpisodeSpec) -> tuple[EpisodeRecord, dict[str, dict[str, int]]] | None:
-        pending = _await(worker.actor.run.remote(spec))
+    async def _play_on(self, worker: _Worker, spec: EpisodeSpec) -> EpisodeRecord | None:
+        pending = self._send(worker, spec)
         try:
             return await asyncio.shield(pending)
         except asyncio.CancelledError:
@@ -251,7 +249,44 @@ class Cluster:
             try:
                 return await asyncio.wait_for(pending, _CANCEL_WAIT_S)
             except Exception:  # noqa: BLE001 - not back in time: not stored, so resume runs it
+                worker.pending.pop(spec.episode_id, None)
                 return None
+
+    def _send(self, worker: _Worker, spec: EpisodeSpec) -> asyncio.Future[EpisodeRecord]:
+        """Queue ``spec`` for ``worker``: the episodes queued during one turn of the event loop go in one message,
+        and one long poll per worker brings the records back as they finish."""
+        loop = asyncio.get_running_loop()
+        pending: asyncio.Future[EpisodeRecord] = loop.create_future()
+        worker.pending[spec.episode_id] = pending
+        worker.outbox.append(spec)
+        if not worker.flush_due:
+            worker.flush_due = True
+            loop.call_soon(self._flush, worker)
+        if worker.collector is None or worker.collector.done():
+            worker.collector = asyncio.create_task(self._collect(worker))
+        return pending
+
+    @staticmethod
+    def _flush(worker: _Worker) -> None:
+        worker.flush_due = False
+        if worker.outbox:
+            batch, worker.outbox = worker.outbox, []
+            worker.actor.submit.remote(batch)
+
+    async def _collect(self, worker: _Worker) -> None:
+        try:
+            while worker.pending:
+                records, stats = await _await(worker.actor.collect.remote())
+                self.stats[worker.index] = stats
+                for record in records:
+                    pending = worker.pending.pop(record.episode_id, None)
+                    if pending is not None and not pending.done():
+                        pending.set_result(record)
+        except Exception as exc:  # noqa: BLE001 - the worker is gone: every episode it had is played elsewhere
+            for pending in worker.pending.values():
+                if not pending.done():
+                    pending.set_exception(exc)
+            worker.pending.clear()
 
     async def _acquire(self, env: str) -> _Worker | None:
         loop = asyncio.get_running_loop()

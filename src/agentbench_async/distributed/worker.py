@@ -24,11 +24,12 @@ from ..records import EpisodeRecord, TurnRow
 from ..scheduler import agent_fn, raise_open_file_limit
 from .leases import LeaseChannel
 
+_COLLECT_WAIT_S = 10.0  # a long poll for finished episodes returns empty after this long
 LiveBatch = list[tuple[str, str, str, list[TurnRow]]]  # (episode_id, model, env, turn rows) of running episodes
 
 
 class EpisodeWorker:
-    """Plays episodes of the run's environments in this process."""
+    """Plays episodes of the run's environments in this process (sent and returned in batches)."""
 
     def __init__(self, index: int, config: RunConfig, broker: Any) -> None:
         self.index = index
@@ -39,7 +40,9 @@ class EpisodeWorker:
         self._clients: dict[str, ModelClient] = {}
         self._judge: ModelClient | None = None
         self._sessions: list[aiohttp.ClientSession] = []
-        self._running: dict[str, asyncio.Task[Any]] = {}
+        self._running: dict[str, asyncio.Task[None]] = {}
+        self._finished: list[EpisodeRecord] = []
+        self._wake = asyncio.Event()
         self._live: LiveBatch = []
 
     async def start(self) -> dict[str, Any]:
@@ -81,21 +84,34 @@ class EpisodeWorker:
             "unavailable": dict(self._unavailable),
         }
 
-    async def run(self, spec: EpisodeSpec) -> tuple[EpisodeRecord, dict[str, dict[str, int]]]:
-        """Play one episode; returns its record (``cancelled`` if ``cancel`` stopped it) and the clients' counters."""
+    async def submit(self, specs: list[EpisodeSpec]) -> None:
+        """Start playing these episodes; their records come back through ``collect``."""
+        for spec in specs:
+            self._running[spec.episode_id] = asyncio.create_task(self._play(spec))
+
+    async def _play(self, spec: EpisodeSpec) -> None:
         env = self._envs[spec.task.env]
         agent = agent_fn(self._clients[spec.model], spec)
         judge = agent_fn(self._judge, spec) if self._judge is not None else None
-        episode_id = spec.episode_id
-        self._running[episode_id] = asyncio.current_task()  # type: ignore[assignment]
         try:
-            try:
-                record = await run_episode(env, spec, agent, judge, live=self._live_sink(episode_id, spec.model, env.name))
-            except EpisodeCancelled as cancelled:
-                record = cancelled.record
+            record = await run_episode(env, spec, agent, judge, live=self._live_sink(spec.episode_id, spec.model, env.name))
+        except EpisodeCancelled as cancelled:
+            record = cancelled.record
         finally:
-            self._running.pop(episode_id, None)
-        return record, self.stats()
+            self._running.pop(spec.episode_id, None)
+        self._finished.append(record)
+        self._wake.set()
+
+    async def collect(self) -> tuple[list[EpisodeRecord], dict[str, dict[str, int]]]:
+        """Wait for finished episodes (a long poll: empty after a while without any) and the counters."""
+        if not self._finished:
+            try:
+                await asyncio.wait_for(self._wake.wait(), _COLLECT_WAIT_S)
+            except asyncio.TimeoutError:
+                pass
+        self._wake.clear()
+        finished, self._finished = self._finished, []
+        return finished, self.stats()
 
     def _live_sink(self, episode_id: str, model: str, env: str) -> Any:
         def sink(rows: list[TurnRow]) -> None:
@@ -105,7 +121,7 @@ class EpisodeWorker:
         return sink
 
     async def cancel(self, episode_id: str) -> bool:
-        """Stop a running episode (Ctrl-C on the driver): it ends as ``cancelled`` and ``run`` returns it."""
+        """Stop a running episode (Ctrl-C on the driver): it ends as ``cancelled`` and ``collect`` returns it."""
         task = self._running.get(episode_id)
         if task is None:
             return False
