@@ -5,8 +5,8 @@
 
 Starts `agentbench serve-mock` (its own process), then runs `agentbench run` (its own process, the command line a
 user types, --task-header, no YAML) at concurrency C against it, alternately alone and with a reader process that
-every 100 ms opens the file with `load()` (as report/sql/show/view do) and runs three queries (episodes per
-status, the failure_classes view, live_turns per env). Prints episodes/s of the run (the run's own figure: from
+every 100 ms looks at the file as the viewer's live page does (`load()` once, then `Results.refresh()`) and
+runs three queries (episodes per status, the failure_classes view, live_turns per env). Prints episodes/s of the run (the run's own figure: from
 its first admitted episode to its last write) for both, the change, the readers' query latency, how old the
 newest episode they saw was (now - its finished_at: includes up to one flush interval of the writer), and how
 many answers came from the live snapshot. The machine's load average is printed too: the cores may be shared
@@ -32,21 +32,21 @@ import json, sys, time
 from agentbench_async.analytics import load
 out, stop = sys.argv[1], sys.argv[2]
 import os
-lat, ages, live = [], [], 0
+lat, ages, live, res = [], [], 0, None
 while not os.path.exists(stop):
     t0 = time.perf_counter()
     try:
-        with load(out) as res:
-            res.sql("SELECT status, count(*) FROM episodes GROUP BY status")
-            res.sql("SELECT * FROM failure_classes")
-            res.sql("SELECT env, count(*) FROM live_turns GROUP BY env")
-            newest = res.sql("SELECT epoch(max(finished_at)) AS t FROM episodes").item()
-            live += bool(res.live_files)
+        res = load(out) if res is None else res.refresh()
     except Exception as exc:  # the file does not exist yet
         if "no such file" not in str(exc):
             raise
         time.sleep(0.05)
         continue
+    res.sql("SELECT status, count(*) FROM episodes GROUP BY status")
+    res.sql("SELECT * FROM failure_classes")
+    res.sql("SELECT env, count(*) FROM live_turns GROUP BY env")
+    newest = res.sql("SELECT epoch(max(finished_at)) AS t FROM episodes").item()
+    live += bool(res.live_files)
     lat.append(time.perf_counter() - t0)
     if newest is not None and res.live_files:
         ages.append(time.time() - newest)
@@ -108,7 +108,7 @@ def main() -> None:
         print(f"change:                 {100 * (with_readers / base - 1):+8.1f} %")
         for i, r in enumerate(read):
             print(f"reader, round {i + 1}: {r['queries']:.0f} answers ({r['live_answers']:.0f} from the live snapshot), "
-                  f"load()+3 queries p50 {r['lat_p50']:.0f} ms, max {r['lat_max']:.0f} ms; newest episode seen was "
+                  f"refresh+3 queries p50 {r['lat_p50']:.0f} ms, max {r['lat_max']:.0f} ms; newest episode seen was "
                   f"{r['age_p50']:.2f} s old (p50), {r['age_max']:.2f} s (max)")
     finally:
         mock.terminate()

@@ -76,6 +76,8 @@ def test_queries_every_100ms_during_a_run_at_concurrency_500(tmp_path: Path, moc
     seen: set[str] = set()
     counts: list[int] = []
     live_answers = 0
+    held = load(out)  # a long-lived reader (as the viewer's live page) refreshes instead of loading again
+    held_counts: list[int] = []
     while proc.poll() is None:
         with load(out) as res:
             ids = set(res.sql("SELECT episode_id FROM episodes")["episode_id"].to_list())
@@ -87,8 +89,15 @@ def test_queries_every_100ms_during_a_run_at_concurrency_500(tmp_path: Path, moc
         assert len(ids) >= (counts[-1] if counts else 0), "a later answer lost episodes"
         counts.append(len(ids))
         seen |= ids
+        held.refresh()
+        assert _half_written(held) == 0
+        held_counts.append(held.sql("SELECT count(*) FROM episodes").item())
         time.sleep(0.1)
     assert proc.returncode == 0, proc.stderr.read() if proc.stderr else ""
+    assert held_counts == sorted(held_counts) and any(0 < n < 3000 for n in held_counts), held_counts
+    held.refresh()  # the run ended: the file itself is read again
+    assert held.live_files == [] and held.sql("SELECT count(*) FROM episodes").item() == 3000
+    held.close()
     assert not live_dir(out).exists()  # the run's end removes the snapshot: the file itself is read again
     with load(out) as res:
         final = set(res.sql("SELECT episode_id FROM episodes")["episode_id"].to_list())

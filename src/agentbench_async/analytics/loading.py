@@ -74,12 +74,34 @@ class Results:
         return relation.pl() if relation is not None else pl.DataFrame()  # None: a statement without rows
 
     def refresh(self) -> Results:
-        """Re-open the files: a live file shows what its writer committed since (cached frames are dropped)."""
-        con, live = _open(self.paths)
-        self.con.close()
-        self.con, self.live_files = con, live
+        """Show what the writers of live files committed since (cached frames are dropped). Cheap while they
+        run (only the live files' views are pointed at the latest snapshot); a file whose run ended is re-opened."""
+        if not self._swap_live_views():
+            con, live = _open(self.paths)
+            self.con.close()
+            self.con, self.live_files = con, live
         self._cache.clear()
         return self
+
+    def _swap_live_views(self) -> bool:
+        """Point each live file's views at its writer's latest snapshot; False if one is no longer live."""
+        if not self.live_files:
+            return False
+        for index, path in enumerate(self.paths):
+            if path not in self.live_files:
+                continue
+            manifest = read_manifest(path)
+            if manifest is None:
+                return False
+            self.con.execute("BEGIN TRANSACTION")
+            try:
+                self.con.execute(f"DROP SCHEMA live{index} CASCADE")  # the union views above bind by name at query time
+                create_live_views(self.con, f"live{index}", path, manifest)
+                self.con.execute("COMMIT")
+            except duckdb.Error:
+                self.con.execute("ROLLBACK")
+                return False
+        return True
 
     def live_status(self, path: str | Path | None = None) -> LiveStatus | None:
         """Progress the run writing ``path`` (default: the first live file) last published; None if none is."""
