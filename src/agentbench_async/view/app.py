@@ -28,6 +28,7 @@ from .source import Source
 STATIC = Path(__file__).parent / "static"
 DEFAULT_PORT = 8760
 LIVE_REFRESH_S = 2.0
+PENDING_REFRESH_S = 3.0
 _LOOPBACK_NAMES = {"localhost", "127.0.0.1", "::1"}
 _HEADERS = {
     "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -93,7 +94,7 @@ def _files(request: web.Request) -> list[str]:
 async def overview(request: web.Request) -> web.Response:
     source = request.app[SOURCE]
     data = await source.run(lambda res: q.overview(res, source))
-    return _html(request, "Overview", pages.overview(data, _files(request)), active="/")
+    return _html(request, "Overview", pages.overview(data, _files(request)), active="/", refresh=PENDING_REFRESH_S if data.pending else None)
 
 
 async def failures(request: web.Request) -> web.Response:
@@ -118,7 +119,7 @@ async def episode(request: web.Request) -> web.Response:
 
 async def live(request: web.Request) -> web.Response:
     source = request.app[SOURCE]
-    data = await source.run(q.live)
+    data = await source.run(lambda res: q.live(res, source))
     body = pages.live(data, _files(request), datetime.now().strftime("%H:%M:%S"))
     if request.query.get("fragment"):
         return web.Response(text=body, content_type="text/html")

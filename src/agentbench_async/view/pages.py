@@ -50,6 +50,8 @@ def overview(data: q.Overview, files: Sequence[str]) -> Markup:
     rows = []
     for r in data.scores.iter_rows(named=True):
         ci = "–" if r["ci_low"] is None else f"{percent(r['ci_low'])}–{percent(r['ci_high'])} ({r['ci_method']})"
+        if r["ci_method"] == q.PENDING:
+            ci = Markup('<span class="pending">bootstrap interval: computing…</span>')
         infra = r["env_errors"] + r["model_errors"] + r["cancelled"]
         cell = link(url("/episodes", {"model": r["model"], "env": r["env"]}), f"{r['model']} · {r['env']}")
         rows.append([cell, r["metric"], percent(r["score"]), ci, r["n"], infra])

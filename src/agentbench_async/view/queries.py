@@ -67,6 +67,10 @@ class Overview:
     scores: pl.DataFrame  # analytics.scores.env_scores: env_scores + ci_low/ci_high/ci_method
     overall: pl.DataFrame  # model, oa, complete, envs_run, label
     live_files: list[str]
+    pending: bool = False  # bootstrap intervals still being computed (ci_method PENDING)
+
+
+PENDING = "bootstrap: computing"
 
 
 def overview(res: Results, source: Source) -> Overview:
@@ -80,8 +84,15 @@ def overview(res: Results, source: Source) -> Overview:
         GROUP BY ALL ORDER BY r.created_at
         """
     )
-    env_scores = source.memo(res, "scores", scores.env_scores)
-    return Overview(runs, env_scores, scores.overall(env_scores), [str(p) for p in res.live_files])
+    env_scores = source.memo_ready(res, "scores", scores.env_scores)
+    pending = env_scores is None
+    if env_scores is None:  # bootstrap intervals of big non-0/1 cells take seconds: shown when ready
+        env_scores = res.env_scores.sort("model", "env").with_columns(
+            pl.when(pl.col("is_binary") & (pl.col("n") > 0)).then(pl.col("wilson_low")).alias("ci_low"),
+            pl.when(pl.col("is_binary") & (pl.col("n") > 0)).then(pl.col("wilson_high")).alias("ci_high"),
+            pl.when(pl.col("n") == 0).then(None).when(pl.col("is_binary")).then(pl.lit("wilson")).otherwise(pl.lit(PENDING))
+            .alias("ci_method"))
+    return Overview(runs, env_scores, scores.overall(env_scores), [str(p) for p in res.live_files], pending)
 
 
 # -- failures -------------------------------------------------------------------------------------
@@ -157,9 +168,8 @@ class EpisodeFilters:
         if self.q:
             needle = self.q.lower()
             clauses.append(
-                "(contains(lower(episode_id), ?) OR contains(lower(coalesce(error, '')), ?) OR EXISTS ("
-                "SELECT 1 FROM turns AS t WHERE t.run_id = o.run_id AND t.episode_id = o.episode_id "
-                "AND t.source_file = o.source_file AND contains(lower(coalesce(t.content, '')), ?)))"
+                "(contains(lower(episode_id), ?) OR contains(lower(coalesce(error, '')), ?) OR (run_id, episode_id, source_file) "
+                "IN (SELECT run_id, episode_id, source_file FROM turns WHERE contains(lower(content), ?)))"
             )
             params += [needle, needle, needle]
         return (" WHERE " + " AND ".join(clauses)) if clauses else "", params
@@ -182,16 +192,20 @@ class EpisodePage:
 
 def episode_page(res: Results, filters: EpisodeFilters) -> EpisodePage:
     where, params = filters.where(res.paths)
-    total = int(res.sql(f"SELECT count(*) AS n FROM episode_outcomes AS o{where}", params)["n"][0])
     rows = res.sql(
         f"""
         SELECT source_file, run_id, episode_id, model, env, split, task_id, repeat, status, failure_class, infra,
-               score, n_turns, left(error, 160) AS error, finished_at
+               score, n_turns, left(error, 160) AS error, finished_at, count(*) OVER () AS total
         FROM episode_outcomes AS o{where}
         ORDER BY {SORTS[filters.sort]} LIMIT {PAGE_SIZE} OFFSET {PAGE_SIZE * (filters.page - 1)}
         """,
         params,
     )
+    if rows.height:
+        total = int(rows["total"][0])
+    else:  # past the last page (or nothing matches): count on its own
+        total = int(res.sql(f"SELECT count(*) AS n FROM episode_outcomes AS o{where}", params)["n"][0])
+    rows = rows.drop("total")
     keys = res.sql("SELECT DISTINCT model, env FROM episodes")
     present = set(res.sql("SELECT DISTINCT status FROM episodes")["status"].to_list())
     statuses = [c for c in failures.FAILURE_CLASSES if c in present or c.startswith("completed_") and "completed" in present]
@@ -284,8 +298,8 @@ class FileLive:
 IN_PROGRESS_SHOWN = 30
 
 
-def live(res: Results) -> list[FileLive]:
-    usage_all = operations.usage_table(res)
+def live(res: Results, source: Source) -> list[FileLive]:
+    usage_all = source.memo(res, "usage", operations.usage_table)
     out = []
     for path in res.paths:
         name = str(path)

@@ -52,6 +52,17 @@ class _Memo:
                 fut.set_exception(exc)
         return fut.result()  # type: ignore[no-any-return]
 
+    def ready(self, key: Hashable, compute: Callable[[], T], pool: ThreadPoolExecutor) -> T | None:
+        """The value of ``key`` if it is computed; else None, and its computation is started in ``pool``."""
+        with self._lock:
+            fut = self._entries.get(key)
+            if fut is None:
+                pool.submit(self.get, key, compute)
+                return None
+        if fut.done() and fut.exception() is None:
+            return fut.result()  # type: ignore[no-any-return]
+        return None
+
 
 def data_version(res: Results) -> tuple[Any, ...]:
     """What the memoised analytics depend on: the files, their runs, episode count and last finish time."""
@@ -84,6 +95,13 @@ class Source:
     def memo(self, res: Results, name: str, compute: Callable[[Results], T], *args: Hashable) -> T:
         """``compute(res)``, computed once per data version of ``res`` (call it from inside ``run``)."""
         return self._memo.get((name, args, data_version(res)), lambda: compute(res))
+
+    def memo_ready(self, res: Results, name: str, compute: Callable[[Results], T]) -> T | None:
+        """``compute``'s memoised value for the data version of ``res`` if it is ready; otherwise None, and it is
+        computed in the background on its own opening of the files (for analytics that may take seconds, e.g.
+        bootstrap intervals: the page says they are coming instead of waiting)."""
+        paths = list(res.paths)
+        return self._memo.ready((name, (), data_version(res)), lambda: self._call(compute, paths), self._pool)
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)

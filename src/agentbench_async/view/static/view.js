@@ -1,10 +1,15 @@
-// agentbench view: the only script. A page whose <body> has data-refresh="SECONDS" (the live page) reloads
-// its content from the server every SECONDS while the tab is visible; the server renders and escapes it.
+// agentbench view: the only script. A page whose <body> has data-refresh="SECONDS" reloads every SECONDS while
+// the tab is visible: the live page only its #live element (fetched from the server, which renders and
+// escapes it), any other page (one waiting for bootstrap intervals) as a whole.
 (function () {
   "use strict";
   var seconds = parseFloat(document.body.getAttribute("data-refresh") || "0");
   var target = document.getElementById("live");
-  if (!seconds || !target) { return; }
+  if (!seconds) { return; }
+  if (!target) {  // a page waiting for a result computed in the background: reload it whole
+    setInterval(function () { if (!document.hidden) { location.reload(); } }, seconds * 1000);
+    return;
+  }
   var busy = false;
   function refresh() {
     if (busy || document.hidden) { return; }
