@@ -1,5 +1,5 @@
-"""Build README.md from docs/README.in.md, the environment pages docs/envs/<env>.md and
-docs/reading-results.md (a test checks the committed README is up to date).
+"""Build README.md from docs/README.in.md, the environment pages docs/envs/<env>.md,
+docs/distributed.md and docs/reading-results.md (a test checks the committed README is up to date).
 
     python tools/build_readme.py
 """
@@ -33,7 +33,9 @@ def build() -> str:
     reading = (ROOT / "docs" / "reading-results.md").read_text(encoding="utf-8")
     reading = reading.replace("](report.png)", "](docs/report.png)")
     reading = re.sub(r"^## Reading results\n+", "", reading)
-    return template.replace("ENV_SECTIONS\n", sections).replace("READING_RESULTS\n", reading.strip() + "\n")
+    distributed = (ROOT / "docs" / "distributed.md").read_text(encoding="utf-8").strip() + "\n"
+    return (template.replace("ENV_SECTIONS\n", sections).replace("READING_RESULTS\n", reading.strip() + "\n")
+            .replace("DISTRIBUTED\n", distributed))
 
 
 if __name__ == "__main__":
