@@ -14,6 +14,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+import duckdb
 import pytest
 import yaml
 from engine_support import echo_config, query, run, start_mock
@@ -179,8 +180,9 @@ async def _start_run(config: Path) -> asyncio.subprocess.Process:
     )  # fmt: skip
 
 
+@pytest.mark.parametrize("lose_ids", [False, True], ids=["recorded", "killed-before-the-id-was-recorded"])
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
-async def test_kill_9_with_batches_in_flight_then_resume_collects_them(tmp_path, provider):
+async def test_kill_9_with_batches_in_flight_then_resume_collects_them(tmp_path, provider, lose_ids):
     server = await start_mock(batch_delay_s=0.6)
     out = tmp_path / "crash.duckdb"
     config = tmp_path / "run.yaml"
@@ -203,8 +205,13 @@ async def test_kill_9_with_batches_in_flight_then_resume_collects_them(tmp_path,
         created_before = server.batches.stats["batches_created"]
         stored_before = query(out, "SELECT count(*) FROM episodes")[0][0]
         assert stored_before < N_TASKS
-        recorded = {r[0] for r in query(out, "SELECT batch_id FROM batches WHERE batch_id IS NOT NULL")}
-        assert set(in_flight) <= recorded, "every created batch is in the file"
+        recorded = {r[0] for r in query(out, "SELECT custom_id FROM batch_requests")}
+        in_flight_requests = {item["custom_id"] for b in in_flight for item in server.batches.batches[b].requests}
+        assert in_flight_requests <= recorded, "every request of a created batch was recorded before the batch was created"
+        if lose_ids:  # as if the kill fell between creating these batches and writing their ids
+            con = duckdb.connect(str(out))
+            con.execute(f"UPDATE batches SET batch_id = NULL, status = 'submitting' WHERE batch_id IN ({', '.join(repr(b) for b in in_flight)})")
+            con.close()
 
         proc2 = await _start_run(config)
         _, err = await proc2.communicate()

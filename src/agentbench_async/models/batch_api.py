@@ -19,6 +19,7 @@ import abc
 import asyncio
 import json
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import aiohttp
@@ -95,10 +96,12 @@ class BatchAPI(abc.ABC):
     @abc.abstractmethod
     async def cancel(self, batch_id: str) -> None: ...
 
-    async def find_by_file(self, file_id: str) -> str | None:
-        """The batch created from an uploaded file (resume after a kill between upload and the record of the
-        batch); None when no batch was created from it."""
-        return None
+    @abc.abstractmethod
+    async def find(self, file_id: str | None, recorded_at: datetime | None, n_requests: int, known: set[str]) -> str | None:
+        """The batch a killed run created but had not recorded yet (the kill fell between creating it and
+        writing its id): OpenAI's by its uploaded input file; Anthropic's (no file, no metadata) as the first
+        batch of ``n_requests`` created after ``recorded_at`` that is not ``known``. A wrong guess costs
+        nothing: the requests whose custom ids its results lack are submitted again. None: not created."""
 
     def line_bytes(self, line: BatchLine) -> int:
         return len(json.dumps(line.body)) + 200
@@ -204,7 +207,9 @@ class OpenAIBatchAPI(BatchAPI):
     async def cancel(self, batch_id: str) -> None:
         await self._call("POST", f"{self.base_url}/batches/{batch_id}/cancel", what=f"cancelling batch {batch_id}")
 
-    async def find_by_file(self, file_id: str) -> str | None:
+    async def find(self, file_id: str | None, recorded_at: datetime | None, n_requests: int, known: set[str]) -> str | None:
+        if not file_id:
+            return None  # killed before the upload: no batch
         after: str | None = None
         for _ in range(50):  # the newest 5,000 batches
             page = await self._json("GET", f"{self.base_url}/batches", what="listing batches",
@@ -278,6 +283,34 @@ class AnthropicBatchAPI(BatchAPI):
 
     async def cancel(self, batch_id: str) -> None:
         await self._call("POST", f"{self.base_url}/messages/batches/{batch_id}/cancel", what=f"cancelling batch {batch_id}")
+
+    async def find(self, file_id: str | None, recorded_at: datetime | None, n_requests: int, known: set[str]) -> str | None:
+        if recorded_at is None:
+            return None
+        since = recorded_at.timestamp() - 5  # clocks differ a little
+        candidates = []
+        after: str | None = None
+        for _ in range(20):  # the newest 2,000 batches (the list is newest first)
+            page = await self._json("GET", f"{self.base_url}/messages/batches", what="listing batches",
+                                    params={"limit": "100", **({"after_id": after} if after else {})})  # fmt: skip
+            data = page.get("data") or []
+            for b in data:
+                created = _rfc3339(b.get("created_at"))
+                if created is not None and created >= since and b.get("id") not in known \
+                        and sum((b.get("request_counts") or {}).values()) == n_requests:
+                    candidates.append((created, str(b["id"])))
+            oldest = _rfc3339(data[-1].get("created_at")) if data else None
+            if not page.get("has_more") or not page.get("last_id") or (oldest is not None and oldest < since):
+                break
+            after = str(page["last_id"])
+        return min(candidates)[1] if candidates else None
+
+
+def _rfc3339(value: Any) -> float | None:
+    try:
+        return datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
 
 
 BATCH_APIS: dict[str, type[BatchAPI]] = {"openai": OpenAIBatchAPI, "anthropic": AnthropicBatchAPI}

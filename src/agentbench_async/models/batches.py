@@ -123,16 +123,17 @@ class BatchClient:
         """Start flushing; collect the batches a killed run submitted for episodes still to run."""
         if self.ledger is not None:
             self._recorded = await asyncio.to_thread(self.ledger.recorded, self.config.name, done_episodes)
-        batches: dict[str, tuple[str, str | None]] = {}
-        for rec in self._recorded.values():
-            batches[rec.local_id] = (rec.batch_id or "", rec.input_file_id)
-        found: dict[str, str] = {}
-        for local_id, (batch_id, file_id) in batches.items():
-            if not batch_id and file_id:  # killed between creating the batch and recording its id
-                batch_id = await self.api.find_by_file(file_id) or ""
-            if batch_id:
-                found[local_id] = batch_id
-                self._spawn(self._collect(local_id, batch_id, 0))
+        batches = {rec.local_id: rec for rec in self._recorded.values()}
+        found = {local_id: rec.batch_id for local_id, rec in batches.items() if rec.batch_id}
+        for local_id, rec in sorted(batches.items(), key=lambda item: str(item[1].created_at)):
+            if not rec.batch_id:  # killed between creating the batch and recording its id
+                batch_id = await self.api.find(rec.input_file_id, rec.created_at, rec.n_requests, set(found.values()))
+                if batch_id:
+                    found[local_id] = batch_id
+                    if self.ledger is not None:
+                        await self.ledger.submitted(local_id, batch_id)
+        for local_id, batch_id in found.items():
+            self._spawn(self._collect(local_id, batch_id, 0))
         # requests whose batch was never created are submitted again (they were never paid for)
         self._recorded = {k: Recorded(r.local_id, found[r.local_id], r.input_file_id, r.custom_id, r.attempt)
                           for k, r in self._recorded.items() if r.local_id in found}  # fmt: skip

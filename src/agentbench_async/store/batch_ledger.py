@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import duckdb
@@ -28,6 +29,8 @@ class Recorded:
     input_file_id: str | None
     custom_id: str
     attempt: int
+    created_at: datetime | None = None  # when the batch was recorded (just before it was created)
+    n_requests: int = 0
 
 
 @dataclass(frozen=True)
@@ -87,7 +90,8 @@ class BatchLedger:
         stored as done (called once at start, before any batch of this invocation)."""
         rows = self._con.execute(
             """
-            SELECT r.request_key, r.episode_id, b.local_id, b.batch_id, b.input_file_id, r.custom_id, r.attempt
+            SELECT r.request_key, r.episode_id, b.local_id, b.batch_id, b.input_file_id, r.custom_id, r.attempt, b.created_at,
+                   b.n_requests
             FROM batch_requests AS r JOIN batches AS b USING (local_id)
             WHERE b.fingerprint = ? AND b.model = ? AND b.status <> 'not_submitted'
             ORDER BY r.attempt
@@ -95,9 +99,9 @@ class BatchLedger:
             [self.fingerprint, model],
         ).fetchall()
         out: dict[str, Recorded] = {}
-        for key, episode_id, local_id, batch_id, file_id, custom_id, attempt in rows:
+        for key, episode_id, local_id, batch_id, file_id, custom_id, attempt, created_at, n_requests in rows:
             if episode_id not in done:
-                out[key] = Recorded(local_id, batch_id, file_id, custom_id, attempt)  # later attempts win
+                out[key] = Recorded(local_id, batch_id, file_id, custom_id, attempt, created_at, n_requests or 0)  # later attempts win
         return out
 
     def close(self) -> None:
