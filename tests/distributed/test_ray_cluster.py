@@ -29,7 +29,9 @@ import yaml
 from engine_support import query, run, start_mock
 from support import require
 
+from agentbench_async.analytics import load
 from agentbench_async.config import build_config
+from agentbench_async.store.live import live_dir
 
 HAS_RAY = importlib.util.find_spec("ray") is not None
 HAS_MARIADB = bool(shutil.which("mariadbd") or os.access("/usr/sbin/mariadbd", os.X_OK))
@@ -181,7 +183,8 @@ async def test_killing_a_worker_node_mid_run_loses_nothing(cluster: _Cluster, tm
     extra = cluster.add_node(tmp_path / "node2.log")  # a third node, killed mid-run
     server = await start_mock(latency_ms=250)
     try:  # 60 episodes of 3 turns, 12 at a time: about 4 s of work, 4 episodes in flight on each worker
-        raw = _config(tmp_path / "r.duckdb", server.base_url, ["echo"], max_concurrency=12, env_options={"echo": {"tasks": 60, "turns": 3}})
+        out = tmp_path / "r.duckdb"
+        raw = _config(out, server.base_url, ["echo"], max_concurrency=12, env_options={"echo": {"tasks": 60, "turns": 3}})
         (tmp_path / "run.yaml").write_text(yaml.safe_dump(raw))
         running = asyncio.ensure_future(_agentbench(cluster, "run", "--config", str(tmp_path / "run.yaml"), "--ray", cluster.address, "--no-progress"))
         deadline = time.monotonic() + 120
@@ -189,6 +192,15 @@ async def test_killing_a_worker_node_mid_run_loses_nothing(cluster: _Cluster, tm
             assert not running.done(), running.result()[1]
             assert time.monotonic() < deadline, "the run never got going"
             await asyncio.sleep(0.05)
+        # turns of running episodes reach the file's live snapshot from the workers, as in a local run
+        live = 0
+        while live == 0:
+            assert not running.done(), running.result()[1]
+            assert time.monotonic() < deadline, "no live turns were published"
+            if live_dir(out).joinpath("manifest.json").exists():
+                with load(out) as res:
+                    live = res.sql("SELECT count(*) FROM live_turns").item()
+            await asyncio.sleep(0.1)
         extra.kill()
         code, err = await running
     finally:
@@ -199,8 +211,9 @@ async def test_killing_a_worker_node_mid_run_loses_nothing(cluster: _Cluster, tm
     assert "was lost" in err
     lost = re.search(r"1 lost, (\d+) episodes re-run after a loss", err)
     assert lost and int(lost.group(1)) > 0, err
-    rows = query(tmp_path / "r.duckdb", "SELECT count(*), count(DISTINCT episode_id), count(*) FILTER (WHERE status = 'completed' AND success) FROM episodes")
+    rows = query(out, "SELECT count(*), count(DISTINCT episode_id), count(*) FILTER (WHERE status = 'completed' AND success) FROM episodes")
     assert rows == [(60, 60, 60)]  # every episode stored once, each a full, correct run
+    assert query(out, "SELECT count(*) FROM live_turns") == [(0,)]  # no live turn outlives its stored episode
 
 
 async def test_workers_on_this_machine(tmp_path: Path) -> None:
