@@ -265,3 +265,33 @@ def test_batch_and_prompt_caching_flags():
     cfg = build_config(_run_settings(_parser().parse_args([*base, "--batch", "25"])))
     assert batch_settings(cfg.models[0].batch, "m").size == 25 and cfg.models[0].prompt_caching is True
     assert build_config(_run_settings(_parser().parse_args(base))).models[0].batch is None
+
+
+async def test_a_recorded_batch_the_provider_no_longer_has_is_submitted_again(tmp_path):
+    server = await start_mock(batch_delay_s=0.6)
+    out = tmp_path / "gone.duckdb"
+    config = tmp_path / "run.yaml"
+    config.write_text(yaml.safe_dump({
+        "out": str(out), "envs": ["echo"], "split": "test", "max_concurrency": 20,
+        "env_options": {"echo": {"tasks": 10, "turns": 2}},
+        "models": [{"name": "mock-oracle", "base_url": server.base_url, "task_header": True,
+                    "batch": {"size": 10, "wait_s": 0.05, "poll_s": 0.05, "poll_max_s": 0.2}}],
+    }))  # fmt: skip
+    try:
+        proc = await _start_run(config)
+        for _ in range(1000):
+            if server.batches.stats["batches_created"] >= 1 or proc.returncode is not None:
+                break
+            await asyncio.sleep(0.01)
+        proc.send_signal(signal.SIGKILL)
+        await proc.wait()
+        for batch_id in list(server.batches.batches):  # archived or deleted at the provider before the resume
+            server.batches.batches.pop(batch_id).cancel = True
+        proc2 = await _start_run(config)
+        _, err = await proc2.communicate()
+        assert proc2.returncode == 0, err.decode()
+    finally:
+        await server.stop()
+    assert query(out, "SELECT count(*) FROM episodes WHERE success") == [(10,)]
+    assert query(out, "SELECT count(*) FROM batches WHERE status = 'gone'") == [(1,)]
+    assert query(out, "SELECT count(*) FROM model_calls WHERE error LIKE '%no longer has it%'") == [(10,)]

@@ -269,6 +269,9 @@ class BatchClient:
             take = self._take()
             async with self._capacity:
                 await self._capacity.wait_for(lambda: self.stats["batches_in_progress"] < self._limit() and self._tokens_fit(take))
+                take = [p for p in take if not p.placed.done()]  # episodes cancelled while the batch waited for room
+                if not take:
+                    continue
                 self.stats["batches_in_progress"] += 1
                 self._tokens_in_progress += sum(p.tokens for p in take)
             await self._submit(take)
@@ -372,7 +375,13 @@ class BatchClient:
             if not future.done():
                 future.set_result(results)
         except ModelError as exc:
-            if not future.done():
+            if exc.http_status == 404:  # the batch or its results are gone (archived, deleted): its requests go again
+                self._failures[batch_id] = BatchState(batch_id, "gone", True, f"the provider no longer has it ({exc})"[:300])
+                if self.ledger is not None:
+                    await self.ledger.ended(local_id, "gone")
+                if not future.done():
+                    future.set_result({})
+            elif not future.done():
                 future.set_exception(exc)
         finally:
             self.stats["batches_done"] += 1
