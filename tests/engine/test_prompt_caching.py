@@ -48,6 +48,9 @@ def test_breakpoints_mark_system_instructions_previous_turn_and_end_within_the_l
     tooled = {"tools": [{"name": "a"}, {"name": "b"}], "messages": _conversation(1)}
     add_cache_breakpoints(tooled)
     assert _marks(tooled) == ["tool", "message 0", "message 2"] and "cache_control" in tooled["tools"][-1]
+    blocks = {"system": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}], "messages": _conversation(0)}
+    add_cache_breakpoints(blocks)
+    assert _marks(blocks) == ["system", "message 0"] and "cache_control" in blocks["system"][1]
 
 
 def test_breakpoints_never_land_on_thinking_blocks_nor_change_the_callers_blocks():

@@ -64,8 +64,11 @@ def add_cache_breakpoints(body: dict[str, Any]) -> None:
     the cached price for it. Breakpoints that fall on the same block count once; thinking blocks are never
     marked (the API refuses that).
     """
-    if isinstance(body.get("system"), str):
-        body["system"] = [_mark({"type": "text", "text": body["system"]})]
+    system = body.get("system")
+    if isinstance(system, str):
+        body["system"] = [_mark({"type": "text", "text": system})]
+    elif isinstance(system, list) and system and isinstance(system[-1], dict):  # blocks given in extra_body
+        body["system"] = [*system[:-1], _mark(system[-1])]
     elif body.get("tools"):
         body["tools"] = [*body["tools"][:-1], _mark(body["tools"][-1])]
     messages = body["messages"]
