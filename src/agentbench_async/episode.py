@@ -11,6 +11,7 @@ import asyncio
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from . import statuses as st
@@ -37,7 +38,7 @@ class EpisodeSpec:
     seed: int = 0
     options: dict[str, Any] = field(default_factory=dict)
 
-    @property
+    @cached_property  # read several times an episode; the fields it is made of never change
     def episode_id(self) -> str:
         t = self.task
         return f"{self.model}/{t.env}/{t.split}/{t.task_id}/{self.repeat}"

@@ -114,10 +114,12 @@ class _Slot:
 
     async def __aenter__(self) -> _Slot:
         lim = self._limits
-        await lim._wait_pause()
+        if lim._paused_until > time.monotonic():  # only after a 429: no coroutine per call otherwise
+            await lim._wait_pause()
         await lim._in_flight.acquire()
         try:
-            await lim._wait_pause()
+            if lim._paused_until > time.monotonic():
+                await lim._wait_pause()
             if lim._throttler is not None:
                 async with lim._throttle_lock:
                     start = time.monotonic()
