@@ -8,10 +8,11 @@
 For each concurrency C it starts `agentbench serve-mock --latency-ms 100` in its own process (on the default
 loop), then in a fresh child process (so peak RSS is per measurement) runs either the engine on the `echo`
 environment (2 turns an episode, C episodes in flight, every turn written to DuckDB) or the ceiling: a bare
-aiohttp client making the same HTTP calls (byte-identical bodies and headers, computed before timing) with C
-workers over one session, with the GC tuned as a careful hand-written client would be (``gc.freeze()`` and a
-gen-0 threshold of 50,000). Both run on the same event loop (``--loops``: uvloop, asyncio's standard loop,
-or both); with ``--repeat N`` the ceiling and the engine alternate N times and the medians are printed.
+aiohttp client making the same HTTP calls (byte-identical bodies and headers, computed before timing; replies
+parsed by the engine's JSON reader) with C workers over one session, with the GC tuned as a careful
+hand-written client would be (``gc.freeze()`` and a gen-0 threshold of 200,000, as the engine). Both run on
+the same event loop (``--loops``: uvloop, asyncio's standard loop, or both); with ``--repeat N`` the ceiling
+and the engine alternate N times and the medians are printed.
 The load average is printed with the figures: the machine's cores may be shared.
 Prints calls/s, episodes/s, their ratio, peak RSS and DuckDB rows/s. Then the RPM check: a server that
 enforces N requests per window (429 beyond) and a client with the same limit; prints utilisation in the
@@ -94,6 +95,7 @@ async def _ceiling_requests(calls: int) -> list[tuple[bytes, dict[str, str]]]:
     from agentbench_async.envs import make_env
     from agentbench_async.envs.base import EpisodeContext
     from agentbench_async.mock.policy import CALLER_HEADER, EPISODE_HEADER, TASK_HEADER
+    from agentbench_async.models.wire import dumps_body
     from agentbench_async.types import ModelReply
 
     env = make_env("echo", options={"tasks": calls // TURNS, "turns": TURNS})
@@ -106,7 +108,7 @@ async def _ceiling_requests(calls: int) -> list[tuple[bytes, dict[str, str]]]:
                    EPISODE_HEADER: episode_id, CALLER_HEADER: "agent"}  # fmt: skip
         for number in task.data["numbers"]:
             body = {"model": "mock-oracle", "messages": messages, "max_tokens": 512, "temperature": 0.0}
-            requests.append((json.dumps(body).encode(), headers))
+            requests.append((dumps_body(body), headers))
             reply = {"role": "assistant", "content": f"ANSWER: {number}"}
             step = await session.step(ModelReply(content=reply["content"]))
             messages = [*messages, reply, *step.observation]
@@ -115,21 +117,24 @@ async def _ceiling_requests(calls: int) -> list[tuple[bytes, dict[str, str]]]:
 
 async def _bare(base_url: str, concurrency: int, calls: int) -> dict[str, float]:
     """The ceiling: the same HTTP calls as the engine makes, by a client written for speed: one session and
-    connection pool, bodies serialised before timing, replies parsed, the GC frozen with a large gen-0
-    threshold; nothing else (no environment, no records, no limits, no writer)."""
+    connection pool, bodies serialised before timing, replies parsed (by the engine's own JSON reader, so
+    neither side parses faster), the GC frozen with a large gen-0 threshold; nothing else (no environment,
+    no records, no limits, no writer)."""
     import aiohttp
+
+    from agentbench_async.models.wire import loads_body
 
     requests = await _ceiling_requests(calls)
     url = base_url + "/chat/completions"
     gc.collect()
     gc.freeze()
-    gc.set_threshold(50_000, 10, 10)
+    gc.set_threshold(200_000, 10, 10)
     queue = iter(requests)
 
     async def worker(session: aiohttp.ClientSession) -> None:
         for body, headers in queue:
             async with session.post(url, data=body, headers=headers) as r:
-                json.loads(await r.read())
+                loads_body(await r.read())
 
     connector = aiohttp.TCPConnector(limit=concurrency)
     async with aiohttp.ClientSession(connector=connector) as session:

@@ -12,6 +12,7 @@ from engine_support import echo_config, query, run, serve_app, start_mock
 
 from agentbench_async.mock.server import MockModelServer, MockOptions
 from agentbench_async.models.anthropic import MAX_CACHE_BREAKPOINTS, add_cache_breakpoints
+from agentbench_async.models.wire import dumps_body
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "providers"
 FIVE_TURNS = {"env_options": {"echo": {"turns": 5, "tasks": 4}}, "history": "full"}
@@ -109,8 +110,8 @@ async def test_openai_prefix_is_byte_identical_across_turns_and_cached_tokens_ar
     for bodies in raw_bodies.values():
         assert len(bodies) == 5
         for before, after in zip(bodies, bodies[1:]):
-            messages = json.dumps(json.loads(before)["messages"])[:-1]  # the array without its closing bracket
-            prefix = before[: before.index(messages.encode()) + len(messages)]
+            messages = dumps_body(json.loads(before)["messages"])[:-1]  # the array without its closing bracket
+            prefix = before[: before.index(messages) + len(messages)]
             assert after.startswith(prefix), "turn k+1 repeats turn k's request bytes up to the end of its messages"
     rows = query(out, "SELECT turn, cache_read_tokens, cache_write_tokens FROM model_calls")
     assert all(r[1] == 0 for r in rows if r[0] == 1) and all(r[1] > 0 for r in rows if r[0] > 1)

@@ -27,6 +27,7 @@ from ..records import CallRow, now
 from ..types import Message, ModelReply
 from .network import Route, redact_url, request_kwargs, route
 from .server_errors import fatal_cause, overflow_server
+from .wire import dumps_body, loads_body
 
 RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 REASONING_HANDLING = ("separate", "raw")
@@ -222,7 +223,7 @@ class ModelClient(abc.ABC):
         url, headers, body = self._request(messages, tools)
         if task_header and self.config.task_header:
             headers.update(task_header)
-        payload = json.dumps(body)
+        payload = dumps_body(body)
         try:  # the first attempt outside tenacity: most calls succeed, and the retry machinery costs ~50 us
             return await self._attempt(url, headers, payload, estimate, calls, turn, 1, caller)
         except RetryableModelError as exc:
@@ -281,7 +282,7 @@ class ModelClient(abc.ABC):
         self,
         url: str,
         headers: dict[str, str],
-        payload: str,
+        payload: bytes,
         estimate: int,
         calls: list[CallRow],
         turn: int,
@@ -323,7 +324,7 @@ class ModelClient(abc.ABC):
     def _read_reply(self, raw: bytes, status: int, row: CallRow) -> ModelReply:
         """A 200 reply body parsed; a malformed one is retryable (the error is stored on the row)."""
         try:
-            reply = self._parse(json.loads(raw))
+            reply = self._parse(loads_body(raw))
         except (ValueError, KeyError, TypeError, IndexError) as exc:
             row.error = f"malformed reply body: {exc}"[:300]
             raise RetryableModelError(row.error, http_status=status) from None

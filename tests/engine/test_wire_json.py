@@ -1,0 +1,30 @@
+"""The model clients' JSON on the wire: fast path for ordinary bodies, the standard library's leniency kept."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from agentbench_async.models.wire import dumps_body, loads_body
+
+
+def test_request_bodies_are_compact_utf8_json_with_the_same_content() -> None:
+    body = {"model": "m", "messages": [{"role": "user", "content": "héllo \"quoted\"\nnext 中文"}], "max_tokens": 512, "temperature": 0.0}
+    raw = dumps_body(body)
+    assert isinstance(raw, bytes) and json.loads(raw) == body
+    assert "héllo".encode() in raw and b", " not in raw  # UTF-8, not \\u escapes; no padding
+
+
+def test_a_lone_surrogate_from_an_earlier_reply_still_reaches_the_server() -> None:
+    reply = loads_body(b'{"content": "broken \\ud800 text"}')  # what json.loads lets through
+    assert reply == {"content": "broken \ud800 text"}
+    raw = dumps_body({"messages": [{"role": "assistant", "content": reply["content"]}]})
+    assert json.loads(raw)["messages"][0]["content"] == "broken \ud800 text"
+
+
+def test_replies_read_as_before_and_garbage_is_a_value_error() -> None:
+    assert loads_body(b'{"usage": {"prompt_tokens": NaN}}')["usage"]["prompt_tokens"] != 0  # NaN, as json reads it
+    assert loads_body('{"a": [1, 2.5, null, true]}') == {"a": [1, 2.5, None, True]}
+    with pytest.raises(ValueError):
+        loads_body(b"<html>502 Bad Gateway</html>")
