@@ -131,11 +131,25 @@ def _config(out: Path, base_url: str, envs: list[str], **settings: Any) -> dict[
     return {"out": str(out), "envs": envs, "split": "dev", "models": [{**fast, **m} for m in models], **settings}
 
 
-async def _agentbench(cluster: _Cluster, *args: str) -> tuple[int, str]:
-    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "agentbench_async.cli", *args, env=cluster.env,
+async def _start(cluster: _Cluster, *args: str) -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(sys.executable, "-m", "agentbench_async.cli", *args, env=cluster.env,
                                                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)  # fmt: skip
+
+
+async def _finish(proc: asyncio.subprocess.Process) -> tuple[int, str]:
     _, err = await asyncio.wait_for(proc.communicate(), 300)
     return proc.returncode or 0, " ".join(err.decode(errors="replace").split())  # as one line: rich wraps at 80 columns
+
+
+async def _agentbench(cluster: _Cluster, *args: str) -> tuple[int, str]:
+    return await _finish(await _start(cluster, *args))
+
+
+async def _served(server: Any, requests: int) -> None:
+    deadline = time.monotonic() + 120
+    while server.stats["requests"] < requests:
+        assert time.monotonic() < deadline, "the run never got going"
+        await asyncio.sleep(0.05)
 
 
 def _results(path: Path) -> list[tuple[Any, ...]]:
@@ -232,3 +246,31 @@ async def test_workers_on_this_machine(tmp_path: Path) -> None:
     assert proc.returncode == 0, err
     assert "ray: 2 workers on 1 node;" in err
     assert query(tmp_path / "w.duckdb", "SELECT count(*), count(*) FILTER (WHERE success) FROM episodes") == [(10, 10)]
+
+
+async def test_an_interrupted_or_killed_driver_resumes(cluster: _Cluster, tmp_path: Path) -> None:
+    server = await start_mock(latency_ms=200)
+    out = tmp_path / "i.duckdb"
+    try:
+        raw = _config(out, server.base_url, ["echo"], max_concurrency=8, env_options={"echo": {"tasks": 40, "turns": 3}})
+        (tmp_path / "run.yaml").write_text(yaml.safe_dump(raw))
+        command = ("run", "--config", str(tmp_path / "run.yaml"), "--ray", cluster.address, "--no-progress")
+        # Ctrl-C: the episodes in flight on the workers are stopped and stored as cancelled
+        proc = await _start(cluster, *command)
+        await _served(server, 12)
+        proc.send_signal(signal.SIGINT)
+        code, err = await _finish(proc)
+        assert code == 130, err
+        cancelled = query(out, "SELECT count(*) FROM episodes WHERE status = 'cancelled'")[0][0]
+        assert cancelled > 0, err
+        # kill -9 of the driver: its workers go with it; nothing half-written
+        proc = await _start(cluster, *command)
+        await _served(server, server.stats["requests"] + 12)
+        proc.kill()
+        await proc.wait()
+        # the same command resumes and finishes
+        code, err = await _agentbench(cluster, *command)
+    finally:
+        await server.stop()
+    assert code == 0, err
+    assert query(out, "SELECT count(*), count(DISTINCT episode_id), count(*) FILTER (WHERE success) FROM episodes") == [(40, 40, 40)]
