@@ -33,11 +33,11 @@ class RayEvaluation(Evaluation):
             if model is not None and getattr(model, "batch", None):
                 raise ConfigError(f"model {model.name!r}: batch requests go through one provider job sent from one process; "
                                   "run this model without --ray/--workers")  # fmt: skip
-        await self.cluster.open()
         try:
+            await self.cluster.open()
             summary = await super().run()
         finally:
-            await self.cluster.close()
+            await self.cluster.close()  # whatever was started, even if opening failed half-way
         self.console.print(self.cluster.summary_line(), highlight=False)
         if self.cluster.unrun:
             summary.fatal_errors.append(self.cluster.summary_line())
