@@ -122,7 +122,7 @@ async def measure(path: Path, tries: int) -> None:
             print(f"open: command start -> overview answered: {opened:.2f} s (HTTP {status})")
             if "bootstrap interval: computing" in body:
                 during = [(await _get(session, base + url))[0] for url in ("/episodes", "/failures", "/episodes?q=file96&model=gamma")]
-                print("while the bootstrap intervals are computed (in a worker thread of the server): "
+                print("while the bootstrap intervals are computed (in the helper process): "
                       + ", ".join(f"{u} {1000 * t:.0f} ms" for u, t in zip(("episodes", "failures", "free text"), during)))
             while "bootstrap interval: computing" in body:
                 await asyncio.sleep(0.2)

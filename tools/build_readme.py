@@ -31,7 +31,7 @@ def build() -> str:
     envs = [ROOT / "docs" / "envs" / f"{name}.md" for name in ENV_ORDER]
     sections = "\n".join(_demote(p.read_text(encoding="utf-8"), 2) for p in envs if p.exists())
     reading = (ROOT / "docs" / "reading-results.md").read_text(encoding="utf-8")
-    reading = reading.replace("](report.png)", "](docs/report.png)")
+    reading = re.sub(r"\]\(([\w-]+\.png)\)", r"](docs/\1)", reading)  # report.png, view.png: next to this page in docs/
     reading = re.sub(r"^## Reading results\n+", "", reading)
     distributed = (ROOT / "docs" / "distributed.md").read_text(encoding="utf-8").strip() + "\n"
     return (template.replace("ENV_SECTIONS\n", sections).replace("READING_RESULTS\n", reading.strip() + "\n")

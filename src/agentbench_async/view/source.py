@@ -11,10 +11,13 @@ episode count and last finish time — so a page reuses them until an episode is
 from __future__ import annotations
 
 import asyncio
+import multiprocessing
+import os
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -70,6 +73,35 @@ def data_version(res: Results) -> tuple[Any, ...]:
     return (tuple(str(p) for p in res.paths), *row)
 
 
+_HELPER: ProcessPoolExecutor | None = None
+_HELPER_LOCK = threading.Lock()
+
+
+def _helper() -> ProcessPoolExecutor:
+    """The one helper process of this program (spawned, not forked: the server has threads); it exits by
+    itself when this process is gone, however it ended."""
+    global _HELPER
+    with _HELPER_LOCK:
+        if _HELPER is None:
+            _HELPER = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"), initializer=_follow_parent,
+                                          initargs=(os.getpid(),))
+        return _HELPER
+
+
+def _follow_parent(parent: int) -> None:
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="agentbench-view-parent", daemon=True).start()
+
+
+def _compute(compute: Callable[[Results], T], paths: list[Path]) -> T:
+    with load(paths) as res:
+        return compute(res)
+
+
 class Source:
     """The files given to ``agentbench view``; ``await source.run(fn)`` calls ``fn(results)`` in a worker."""
 
@@ -98,10 +130,13 @@ class Source:
 
     def memo_ready(self, res: Results, name: str, compute: Callable[[Results], T]) -> T | None:
         """``compute``'s memoised value for the data version of ``res`` if it is ready; otherwise None, and it is
-        computed in the background on its own opening of the files (for analytics that may take seconds, e.g.
-        bootstrap intervals: the page says they are coming instead of waiting)."""
+        computed in the background (for analytics that take seconds, e.g. bootstrap intervals: the page says
+        they are coming instead of waiting). It runs in a helper process that opens the files itself, so its
+        pure-Python work does not hold this process's GIL while pages are served; ``compute`` must be a
+        module-level function (it is pickled by name)."""
         paths = list(res.paths)
-        return self._memo.ready((name, (), data_version(res)), lambda: self._call(compute, paths), self._pool)
+        return self._memo.ready((name, (), data_version(res)),
+                                lambda: _helper().submit(_compute, compute, paths).result(), self._pool)
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
