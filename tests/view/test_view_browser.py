@@ -14,7 +14,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 from support import require
 from view_browser import Browser, chromium
-from view_support import HOSTILE, HOSTILE_ID, viewer
+from view_support import HOSTILE, HOSTILE_ID, get, viewer
 
 from agentbench_async.mock.server import MockModelServer, MockOptions
 from agentbench_async.store.live import live_dir
@@ -145,6 +145,9 @@ async def test_live_page_follows_a_running_evaluation_in_chromium(tmp_path: Path
                 raise AssertionError(f"the live page stayed at {before}")
             assert await b.js("window.__kept") == 1
             await b.screenshot(tmp_path / "live-running.png")
+            # the SQL box on a running file: the snapshot's folder stays readable with external access off
+            status, page, _ = await get(base + "/sql?q=SELECT+count(*)+AS+n+FROM+episodes")
+            assert status == 200 and 'class="error"' not in page and 'data-table="sql"' in page
             if await b.js("!!document.querySelector('[data-table=in-progress] a.episode')"):
                 await b.click("[data-table=in-progress] a.episode")
                 assert "running" in await b.text() or "completed" in await b.text()  # it may have finished meanwhile
