@@ -85,7 +85,9 @@ def _session_members(sid: int) -> list[int]:
 
 def _start_node(args: list[str], env: dict[str, str], log: Path) -> _Node:
     with log.open("wb") as out:
-        proc = subprocess.Popen([str(RAY), "start", *args, "--node-ip-address=127.0.0.1", "--disable-usage-stats", "--block"],
+        # each node's agent gets a port of its own: several nodes (and other Ray instances) share this host
+        own = [f"--dashboard-agent-listen-port={_free_port()}"]
+        proc = subprocess.Popen([str(RAY), "start", *args, *own, "--node-ip-address=127.0.0.1", "--disable-usage-stats", "--block"],
                                 env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
     node = _Node(proc, log)
     deadline = time.monotonic() + 90
