@@ -265,16 +265,24 @@ def _slow_count(res: Results) -> int:
 
 
 def test_slow_analytics_run_once_in_the_background_and_are_reused(known_file: Path, tmp_path: Path) -> None:
-    path = tmp_path / "known.duckdb"
+    path, newer = tmp_path / "known.duckdb", tmp_path / "newer" / "known.duckdb"
+    newer.parent.mkdir()
     shutil.copy(known_file, path)
+    shutil.copy(known_file, newer)
     source = Source([path])
     try:
-        with load(path) as res:
+        with load(path) as res, load(newer) as res2:
             assert source.memo_ready(res, "slow", _slow_count) is None  # started in the background, the page does not wait
             assert source.memo_ready(res, "slow", _slow_count) is None  # still running: not started twice
+            assert source.memo_ready(res2, "slow", _slow_count) is None  # another data version waits its turn
+            time.sleep(0.5)
+            assert not (newer.parent / "calls").exists()
             (tmp_path / "gate").touch()
             assert source.memo(res, "slow", _slow_count) == 26 * REPEATS + 1  # waits for that same computation
             assert source.memo_ready(res, "slow", _slow_count) == 26 * REPEATS + 1
-        assert (tmp_path / "calls").read_text() == "call\n"
+            (newer.parent / "gate").touch()
+            assert source.memo_ready(res2, "slow", _slow_count) is None  # now it starts
+            assert source.memo(res2, "slow", _slow_count) == 26 * REPEATS + 1
+        assert (tmp_path / "calls").read_text() == "call\n" and (newer.parent / "calls").read_text() == "call\n"
     finally:
         source.close()

@@ -55,12 +55,16 @@ class _Memo:
                 fut.set_exception(exc)
         return fut.result()  # type: ignore[no-any-return]
 
-    def ready(self, key: Hashable, compute: Callable[[], T], pool: ThreadPoolExecutor) -> T | None:
-        """The value of ``key`` if it is computed; else None, and its computation is started in ``pool``."""
+    def ready(self, key: tuple[Hashable, ...], compute: Callable[[], T], pool: ThreadPoolExecutor) -> T | None:
+        """The value of ``key`` if it is computed; else None, and its computation is started in ``pool`` unless
+        one of the same name (``key[0]``, e.g. for an older data version of a running file) is still going: at
+        most one runs per name, so a file that changes every second never queues up computations."""
         with self._lock:
             fut = self._entries.get(key)
             if fut is None:
-                pool.submit(self.get, key, compute)
+                busy = any(k[0] == key[0] and not f.done() for k, f in self._entries.items() if isinstance(k, tuple))
+                if not busy:
+                    pool.submit(self.get, key, compute)
                 return None
         if fut.done() and fut.exception() is None:
             return fut.result()  # type: ignore[no-any-return]
