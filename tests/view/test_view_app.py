@@ -212,7 +212,14 @@ async def test_compare_two_models_of_a_file_and_one_model_of_two_files(known_fil
     assert f"file {other}" in _text(flipped) and "status completed (wrong)" in _text(flipped)
 
 
-async def test_live_page_of_a_finished_file(known_file: Path) -> None:
+async def test_live_page_of_finished_files(known_file: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "copy.duckdb"
+    shutil.copy(known_file, copy)
+    async with viewer([known_file, copy]) as base:
+        _, both, _ = await get(base + "/live")
+    assert both.count('data-table="streams"') == 2
+    usage = [[_text(r) for r in _rows(part, "usage")] for part in both.split('data-figure="episodes done"')[1:]]
+    assert len(usage) == 2 and usage[0] == usage[1] and len(usage[0]) == 3  # per file: alpha agent, beta agent, the judge
     async with viewer([known_file]) as base:
         _, page, _ = await get(base + "/live")
         _, fragment, _ = await get(base + "/live?fragment=1")

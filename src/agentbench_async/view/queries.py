@@ -299,7 +299,6 @@ IN_PROGRESS_SHOWN = 30
 
 
 def live(res: Results, source: Source) -> list[FileLive]:
-    usage_all = source.memo(res, "usage", operations.usage_table)
     out = []
     for path in res.paths:
         name = str(path)
@@ -308,8 +307,7 @@ def live(res: Results, source: Source) -> list[FileLive]:
         counts: dict[tuple[str, str], dict[str, int]] = {}
         for r in summary.iter_rows(named=True):
             counts.setdefault((r["model"], r["env"]), {})[r["status"]] = r["n"]
-        models_here = set(res.sql("SELECT DISTINCT coalesce(model, '') AS m FROM model_calls WHERE source_file = ?", [name])["m"].to_list())
-        usage = usage_all.filter(pl.col("model").is_in(list(models_here | {m for m, _ in counts})))
+        usage = _file_usage(res, path, source)
         cost = usage["cost_usd"].drop_nulls().sum() if usage["cost_usd"].drop_nulls().len() else None
         if status is not None:
             streams = [Stream(s.model, s.env, s.done, s.total, s.in_flight, dict(s.statuses)) for s in status.streams]
@@ -342,6 +340,14 @@ def live(res: Results, source: Source) -> list[FileLive]:
         total = int(in_progress["total"][0]) if in_progress.height else 0
         out.append(FileLive(name, status is not None, streams, figures, usage, in_progress.drop("total"), total))
     return out
+
+
+def _file_usage(res: Results, path: Path, source: Source) -> pl.DataFrame:
+    """operations.usage_table of one file (memoised): with several files open, that file opened on its own."""
+    if len(res.paths) == 1:
+        return source.memo(res, "usage", operations.usage_table)
+    with load(path) as own:
+        return source.memo(own, "usage", operations.usage_table)
 
 
 # -- compare --------------------------------------------------------------------------------------
