@@ -13,7 +13,6 @@ from html import escape
 from typing import Any
 from urllib.parse import urlencode
 
-from ..analytics.terminal import pct
 
 
 class Markup(str):
@@ -62,10 +61,6 @@ def fmt(value: Any, digits: int = 3) -> str:
     if isinstance(value, int):
         return f"{value:,}"
     return str(value)
-
-
-def percent(value: float | None, digits: int = 1) -> str:
-    return pct(value, digits)
 
 
 def table(headers: Sequence[str], rows: Iterable[Sequence[Any]], *, left: int = 1, cls: str = "", test_id: str | None = None) -> Markup:

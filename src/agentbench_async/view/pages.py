@@ -10,8 +10,9 @@ from ..analytics.compare import Comparison, EnvComparison
 from ..analytics.failures import FAILURE_CLASSES, INFRA_CLASSES, PAPER_COLUMNS, PAPER_TITLES, class_shares
 from ..analytics.html_report import CLASS_COLORS
 from ..analytics.svg import interval_bars, stacked_bars
+from ..analytics.terminal import pct as percent
 from . import queries as q
-from .html import Markup, element, esc, fmt, join, link, note, percent, table, url
+from .html import Markup, element, esc, fmt, join, link, note, table, url
 
 FLIPS_SHOWN = 200
 
