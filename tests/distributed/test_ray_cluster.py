@@ -276,3 +276,22 @@ async def test_an_interrupted_or_killed_driver_resumes(cluster: _Cluster, tmp_pa
         await server.stop()
     assert code == 0, err
     assert query(out, "SELECT count(*), count(DISTINCT episode_id), count(*) FILTER (WHERE success) FROM episodes") == [(40, 40, 40)]
+
+
+def test_an_address_nobody_answers_is_a_one_line_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    require(HAS_RAY, "Ray is not installed (pip install '.[ray]')")
+    from agentbench_async.cli import main
+
+    address = f"127.0.0.1:{_free_port()}"
+    code = main(["run", "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--env", "echo", "--out", str(tmp_path / "x.duckdb"),
+                 "--ray", address, "--no-progress"])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.startswith(f"error: cannot connect to Ray at '{address}'") and "ray start --head" in err
+
+
+def test_ray_is_never_imported_without_ray_or_workers() -> None:
+    probe = ("import sys; from agentbench_async import cli, scheduler; from agentbench_async.config import build_config; "
+             "build_config({'out': 'x.duckdb', 'envs': ['echo'], 'models': ['m']}); print('ray' in sys.modules)")  # fmt: skip
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "False", out.stderr

@@ -11,6 +11,7 @@ import asyncio
 import logging
 import math
 import os
+import socket
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -141,6 +142,7 @@ class Cluster:
                 # address="local": always a new instance of our own, never a cluster `ray start` left running here
                 ray.init(address="local", num_cpus=max(1, math.ceil(cpus)), include_dashboard=False, **quiet)
             else:
+                _reachable(self.settings.address)
                 ray.init(address=self.settings.address, **quiet)
         except (ConnectionError, RuntimeError, ValueError) as exc:
             raise ConfigError(f"cannot connect to Ray at {self.settings.address!r} ({_short(exc)}); start a cluster with "
@@ -350,6 +352,17 @@ class Cluster:
         if self.unrun:
             line += f"; not run (no worker left for {', '.join(sorted(self.unrun))}): {sum(self.unrun.values())}, resume runs them"
         return line
+
+
+def _reachable(address: str) -> None:
+    """Fail at once on a HOST:PORT nobody listens on (Ray itself retries for minutes)."""
+    host, sep, port = address.removeprefix("ray://").rpartition(":")
+    if address == "auto" or not sep or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=5).close()
+    except OSError as exc:
+        raise ConnectionError(f"nothing answers at {host}:{port} ({exc.strerror or exc})") from None
 
 
 def _count(n: int, noun: str) -> str:
