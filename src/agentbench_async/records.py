@@ -19,7 +19,7 @@ def utcnow() -> datetime:
 now = time.time
 
 
-@dataclass
+@dataclass(slots=True)
 class TurnRow:
     turn: int
     seq: int
@@ -34,7 +34,7 @@ class TurnRow:
     reasoning: str | None = None  # assistant rows: the thinking separated from the reply
 
 
-@dataclass
+@dataclass(slots=True)
 class CallRow:
     turn: int
     attempt: int
@@ -56,7 +56,7 @@ class CallRow:
     batch_id: str | None = None  # the provider's batch that carried this request (--batch), else None
 
 
-@dataclass
+@dataclass(slots=True)
 class EpisodeRecord:
     """Everything about one finished episode; the writer commits it in one transaction."""
 
