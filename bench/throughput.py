@@ -10,13 +10,14 @@ loop), then in a fresh child process (so peak RSS is per measurement) runs eithe
 environment (2 turns an episode, C episodes in flight, every turn written to DuckDB) or the ceiling: a bare
 aiohttp client making the same HTTP calls (byte-identical bodies and headers, computed before timing; replies
 parsed by the engine's JSON reader) with C workers over one session, with the GC tuned as a careful
-hand-written client would be (``gc.freeze()`` and a gen-0 threshold of 200,000, as the engine). Both run on
+hand-written client would be (``gc.freeze()`` and a gen-0 threshold of 1,000,000, as the engine). Both run on
 the same event loop (``--loops``: uvloop, asyncio's standard loop, or both); with ``--repeat N`` the ceiling
 and the engine alternate N times and the medians are printed.
 The load average is printed with the figures: the machine's cores may be shared.
-Prints calls/s, episodes/s, their ratio, peak RSS and DuckDB rows/s. Then the RPM check: a server that
-enforces N requests per window (429 beyond) and a client with the same limit; prints utilisation in the
-steady state and the number of 429s.
+Prints calls/s, episodes/s, their ratio (the median of the paired runs' ratios), peak RSS, DuckDB rows/s and
+the CPU time per call of each side (all its threads: on a shared machine a steadier figure than calls/s).
+Then the RPM check: a server that enforces N requests per window (429 beyond) and a client with the same
+limit; prints utilisation in the steady state and the number of 429s.
 """
 
 from __future__ import annotations
@@ -76,9 +77,9 @@ async def _engine(base_url: str, concurrency: int, episodes: int) -> dict[str, f
         "env_options": {"echo": {"tasks": episodes, "turns": TURNS}},
         "models": [{"name": "mock-oracle", "base_url": base_url, "task_header": True, "max_in_flight": concurrency, "timeout": 120}],
     })  # fmt: skip
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     summary = await Evaluation(cfg, progress=False).run()
-    elapsed = time.perf_counter() - start
+    elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
     assert summary.statuses == {"completed": episodes}, summary.statuses
     return {
         "calls_per_s": summary.calls / elapsed,
@@ -86,6 +87,7 @@ async def _engine(base_url: str, concurrency: int, episodes: int) -> dict[str, f
         "rows_per_s_writer": summary.rows_written / max(summary.write_seconds, 1e-9),
         "rows": summary.rows_written,
         "seconds": elapsed,
+        "cpu_us_per_call": cpu / summary.calls * 1e6,  # all the process's threads (writer, DuckDB)
     }
 
 
@@ -128,7 +130,7 @@ async def _bare(base_url: str, concurrency: int, calls: int) -> dict[str, float]
     url = base_url + "/chat/completions"
     gc.collect()
     gc.freeze()
-    gc.set_threshold(200_000, 10, 10)
+    gc.set_threshold(1_000_000, 10, 10)
     queue = iter(requests)
 
     async def worker(session: aiohttp.ClientSession) -> None:
@@ -138,10 +140,10 @@ async def _bare(base_url: str, concurrency: int, calls: int) -> dict[str, float]
 
     connector = aiohttp.TCPConnector(limit=concurrency)
     async with aiohttp.ClientSession(connector=connector) as session:
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         await asyncio.gather(*(worker(session) for _ in range(concurrency)))
-        elapsed = time.perf_counter() - start
-    return {"calls_per_s": len(requests) / elapsed, "seconds": elapsed}
+        elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
+    return {"calls_per_s": len(requests) / elapsed, "seconds": elapsed, "cpu_us_per_call": cpu / len(requests) * 1e6}
 
 
 async def _rpm(base_url: str, rpm: int, window: float, windows: int) -> dict[str, float]:
@@ -225,7 +227,7 @@ def main() -> None:
     print(f"mock latency {args.latency_ms:.0f} ms, echo environment, {TURNS} calls per episode, {os.cpu_count()} cores, "
           f"{args.repeat} run(s) each (medians); {_load()}")  # fmt: skip
     print(f"{'loop':>8} {'C':>6} {'engine calls/s':>15} {'ceiling calls/s':>16} {'ratio':>6} {'episodes/s':>11} "
-          f"{'engine RSS MB':>14} {'ceiling RSS MB':>15} {'writer rows/s':>14}  ratios of the runs")  # fmt: skip
+          f"{'engine RSS MB':>14} {'ceiling RSS MB':>15} {'writer rows/s':>14} {'CPU us/call engine':>18} {'ceiling':>7}  ratios of the runs")  # fmt: skip
     for loop in loops:
         for c in levels:
             if args.episodes:
@@ -244,16 +246,19 @@ def main() -> None:
             finally:
                 mock.terminate()
                 mock.wait()
-            eng = {k: _median(engine_runs, k) for k in ("calls_per_s", "episodes_per_s", "peak_rss_mb", "rows_per_s_writer")}
+            eng = {k: _median(engine_runs, k) for k in ("calls_per_s", "episodes_per_s", "peak_rss_mb", "rows_per_s_writer", "cpu_us_per_call")}
             if bare_runs:
-                bare = {k: _median(bare_runs, k) for k in ("calls_per_s", "peak_rss_mb")}
-                ratios = " ".join(f"{e['calls_per_s'] / b['calls_per_s']:.0%}" for e, b in zip(engine_runs, bare_runs))
-                ceiling = f"{bare['calls_per_s']:>16.0f} {eng['calls_per_s'] / bare['calls_per_s']:>6.0%}"
-                ceiling_rss = f"{bare['peak_rss_mb']:>15.0f}"
+                bare = {k: _median(bare_runs, k) for k in ("calls_per_s", "peak_rss_mb", "cpu_us_per_call")}
+                paired = [e["calls_per_s"] / b["calls_per_s"] for e, b in zip(engine_runs, bare_runs)]
+                ratios = " ".join(f"{r:.0%}" for r in paired)
+                # the ratio is the median of the paired runs' ratios (each pair ran back to back: less drift)
+                ceiling = f"{bare['calls_per_s']:>16.0f} {statistics.median(paired):>6.0%}"
+                ceiling_rss, ceiling_cpu = f"{bare['peak_rss_mb']:>15.0f}", f"{bare['cpu_us_per_call']:>7.0f}"
             else:
-                ratios, ceiling, ceiling_rss = "", f"{'-':>16} {'-':>6}", f"{'-':>15}"
+                ratios, ceiling, ceiling_rss, ceiling_cpu = "", f"{'-':>16} {'-':>6}", f"{'-':>15}", f"{'-':>7}"
             print(f"{loop:>8} {c:>6} {eng['calls_per_s']:>15.0f} {ceiling} {eng['episodes_per_s']:>11.0f} "
-                  f"{eng['peak_rss_mb']:>14.0f} {ceiling_rss} {eng['rows_per_s_writer']:>14.0f}  {ratios}  ({_load()})", flush=True)  # fmt: skip
+                  f"{eng['peak_rss_mb']:>14.0f} {ceiling_rss} {eng['rows_per_s_writer']:>14.0f} {eng['cpu_us_per_call']:>18.0f} {ceiling_cpu}"
+                  f"  {ratios}  ({_load()})", flush=True)  # fmt: skip
     if args.engine_only or args.no_rpm:
         return
     rpm, window, windows = (300, 5.0, 4) if args.quick else (600, 10.0, 5)
