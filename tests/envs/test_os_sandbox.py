@@ -27,6 +27,9 @@ from support import REPO, require
 NEEDS_NETWORK = {"std-006-new-00005", "std-006-new-00006", "std-006-new-00008"}
 NEEDS_NOFILE = {"std-004-Q09-00000"}  # `echo 123321>file` needs RLIMIT_NOFILE > 123321
 HOST_MEMORY = {"std-007-bootstrap-00006", "std-007-bootstrap-00018"}  # used-memory % may move between answer and check
+# TARGET_DIR is set only in the init's shell, so the example counts every file of `/`, /proc's per-process
+# entries among them: a process starting or ending between answer and check moves the count (as upstream)
+PROC_COUNT = {"std-007-bootstrap-00008"}
 STD_SAMPLE = [
     "std-001-stock-00000", "std-002-environment-00002", "std-002-environment-00004", "std-003-ac-00002",
     "std-004-N4-00000", "std-004-Q30-00003", "std-004-Q47-00000", "std-004-Q49-00000", "std-005-new-00000",
@@ -102,7 +105,7 @@ async def test_oracle_official_dev_and_std_sample(sandboxed: None, official_data
 async def test_oracle_official_std_full(sandboxed: None, official_data_dir: Path) -> None:
     env = make_env("os", data_dir=official_data_dir)
     results = await _oracle_all(env, list(env.tasks("test")))
-    allowed = NEEDS_NETWORK | NEEDS_NOFILE | HOST_MEMORY
+    allowed = NEEDS_NETWORK | NEEDS_NOFILE | HOST_MEMORY | PROC_COUNT
     assert set(_failures(results)) <= allowed
     assert sum(o.success for o in results.values()) >= 144 - len(allowed)  # type: ignore[attr-defined]
 
