@@ -79,13 +79,13 @@ class _FakeWorker:
         ))  # fmt: skip
         self._wake.set()
 
-    async def _collect(self) -> tuple[list[EpisodeRecord], dict[str, dict[str, int]]]:
+    async def _collect(self) -> tuple[list[EpisodeRecord], dict[str, Any]]:
         await self._wake.wait()
         self._wake.clear()
         if self._dead:
             raise RuntimeError("The actor died unexpectedly before finishing this task.")
         done, self._finished = self._finished, []
-        return done, {"m": {"calls": len(self.played)}}
+        return done, {"models": {"m": {"calls": len(self.played)}}, "stale_leases": 0}
 
     async def _forget(self, worker: int) -> int:
         return 0
@@ -114,6 +114,7 @@ async def test_a_node_without_an_environment_gets_none_of_its_episodes(tmp_path)
     assert sorted(e for e in with_db.played if "/db/" in e) == sorted(_spec("db", i).episode_id for i in range(12))
     assert not any("/db/" in e for e in without_db.played)
     assert any("/echo/" in e for e in without_db.played)  # it still plays the environments it has
+    assert cluster.model_stats("m").stats["calls"] == 24  # what progress shows: the workers' counters summed
     assert cluster.capacity("db") == 4 and cluster.unavailable_reason("db") is None
     reason = cluster.unavailable_reason("os")
     assert reason is not None and reason.startswith("os cannot run on any node")

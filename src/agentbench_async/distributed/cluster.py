@@ -58,7 +58,7 @@ class _Worker:
 class ModelStats:
     """A model's client counters summed over the workers (what ``Progress`` reads as ``.stats``)."""
 
-    def __init__(self, name: str, per_worker: dict[int, dict[str, dict[str, int]]]) -> None:
+    def __init__(self, name: str, per_worker: dict[int, dict[str, Any]]) -> None:
         self.name = name
         self._per_worker = per_worker
 
@@ -66,7 +66,7 @@ class ModelStats:
     def stats(self) -> Counter[str]:
         total: Counter[str] = Counter()
         for stats in self._per_worker.values():
-            total.update(stats.get(self.name, {}))
+            total.update(stats.get("models", {}).get(self.name, {}))
         return total
 
 
@@ -96,7 +96,7 @@ class Cluster:
         self.config = config
         self.console = console
         self.workers: list[_Worker] = []
-        self.stats: dict[int, dict[str, dict[str, int]]] = {}
+        self.stats: dict[int, dict[str, Any]] = {}
         self.stopping = False
         self.rerun = 0  # episodes sent again after their worker was lost
         self.unrun: Counter[str] = Counter()  # environment -> episodes no worker was left to run
@@ -113,8 +113,9 @@ class Cluster:
         n = self._worker_count(ray)
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-        here = NodeAffinitySchedulingStrategy(node_id=ray.get_runtime_context().get_node_id(), soft=True)
-        self._broker = ray.remote(LimitBroker).options(num_cpus=0, max_concurrency=100_000, scheduling_strategy=here).remote(_models(self.config))
+        # the broker lives on the head node: a cluster cannot lose its head anyway (Ray's control store is there)
+        head = NodeAffinitySchedulingStrategy(node_id=_head_node(ray), soft=False)
+        self._broker = ray.remote(LimitBroker).options(num_cpus=0, max_concurrency=100_000, scheduling_strategy=head).remote(_models(self.config))
         keys = _key_variables(self.config)
         options: dict[str, Any] = {
             "num_cpus": self.settings.worker_cpus, "max_concurrency": max(1000, self.config.max_concurrency + 64),
@@ -330,10 +331,19 @@ class Cluster:
             pass
         self._wake()
 
-    async def poll(self, sink: Callable[[LiveBatch], None]) -> None:
-        """Forever: fetch the turns of running episodes and the counters from every worker."""
+    async def poll(self, sink: Callable[[LiveBatch], None], stop: Callable[[], None]) -> None:
+        """Forever: fetch the turns of running episodes and the counters from every worker; ``stop`` the run if
+        the limit broker is gone (no request could be sent under the limits any more)."""
         while True:
             await asyncio.sleep(_POLL_S)
+            try:
+                await asyncio.wait_for(_await(self._broker.stats.remote()), 10 * _POLL_S)
+            except Exception as exc:  # noqa: BLE001 - the head node (or its broker) is gone
+                line = f"the run's limit broker was lost ({_short(exc)[:160]}); stopping: re-run the command to resume"
+                self.failures.append(line)
+                self.console.print(f"[red]ray: {line}[/red]", highlight=False, soft_wrap=True)
+                stop()
+                return
             alive = [w for w in self.workers if w.alive]
             results = await asyncio.gather(*(asyncio.wait_for(_await(w.actor.drain.remote()), 10 * _POLL_S) for w in alive),
                                            return_exceptions=True)  # fmt: skip
@@ -349,9 +359,20 @@ class Cluster:
         lost = sum(1 for w in started if not w.alive and w.pid)
         nodes = len({w.node_id for w in started})
         line = f"ray: {_count(len(started), 'worker')} on {_count(nodes, 'node')}; {lost} lost, {self.rerun} episodes re-run after a loss"
+        stale = sum(stats.get("stale_leases", 0) for stats in self.stats.values())
+        if stale:
+            line += f"; {stale} leases arrived too late to use (a busy worker) and were asked for again"
         if self.unrun:
             line += f"; not run (no worker left for {', '.join(sorted(self.unrun))}): {sum(self.unrun.values())}, resume runs them"
         return line
+
+
+def _head_node(ray: Any) -> str:
+    """The head node's id (the driver's own node if none is marked as head)."""
+    for node in ray.nodes():
+        if node.get("Alive") and "node:__internal_head__" in node.get("Resources", {}):
+            return str(node["NodeID"])
+    return str(ray.get_runtime_context().get_node_id())
 
 
 def _reachable(address: str) -> None:

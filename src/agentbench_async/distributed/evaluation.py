@@ -69,7 +69,7 @@ class RayEvaluation(Evaluation):
 
     async def _run_streams(self, envs: dict[str, Environment], done: set[str], counts: dict[tuple[str, str], tuple[int, int]],
                            writer: EpisodeWriter, summary: RunSummary) -> None:  # fmt: skip
-        poller = asyncio.create_task(self.cluster.poll(lambda live: self._live(writer, live)))
+        poller = asyncio.create_task(self.cluster.poll(lambda live: self._live(writer, live), self.stop))
         try:
             await super()._run_streams(envs, done, counts, writer, summary)
         finally:

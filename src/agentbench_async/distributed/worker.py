@@ -102,7 +102,7 @@ class EpisodeWorker:
         self._finished.append(record)
         self._wake.set()
 
-    async def collect(self) -> tuple[list[EpisodeRecord], dict[str, dict[str, int]]]:
+    async def collect(self) -> tuple[list[EpisodeRecord], dict[str, Any]]:
         """Wait for finished episodes (a long poll: empty after a while without any) and the counters."""
         if not self._finished:
             try:
@@ -128,17 +128,17 @@ class EpisodeWorker:
         task.cancel()
         return True
 
-    async def drain(self) -> tuple[LiveBatch, dict[str, dict[str, int]]]:
+    async def drain(self) -> tuple[LiveBatch, dict[str, Any]]:
         """Turns of running episodes since the last call (for live readers of the file) and the counters."""
         live, self._live = self._live, []
         return live, self.stats()
 
-    def stats(self) -> dict[str, dict[str, int]]:
-        """Each client's counters (calls, retries, errors, tokens), by model name."""
+    def stats(self) -> dict[str, Any]:
+        """Each client's counters (calls, retries, errors, tokens) by model name, and the grants that came too late."""
         clients = dict(self._clients)
         if self._judge is not None:
             clients.setdefault(self._judge.config.name, self._judge)
-        return {name: dict(client.stats) for name, client in clients.items()}
+        return {"models": {name: dict(client.stats) for name, client in clients.items()}, "stale_leases": self._channel.stale}
 
     async def close(self) -> None:
         self._channel.close()
