@@ -92,6 +92,15 @@ def _row(label: str, summary: RunSummary, cpu: float, base: float | None = None)
             f"{summary.calls / summary.seconds:8.1f} calls/s{ratio}   ({_load()})")  # fmt: skip
 
 
+async def _curve(base_url: str, workers: tuple[int, ...], label: str, *, tasks: int, cpu_ms: float, concurrency: int) -> None:
+    """One process, then each number of Ray workers, on the same work: a row each, with the ratio to one process."""
+    local, cpu = await _run(base_url, workers=None, tasks=tasks, turns=2, cpu_ms=cpu_ms, concurrency=concurrency)
+    print(_row("one process (no Ray)", local, cpu))
+    for k in workers:
+        summary, cpu = await _run(base_url, workers=k, tasks=tasks, turns=2, cpu_ms=cpu_ms, concurrency=concurrency)
+        print(_row(label.format(k=k), summary, cpu, local.episodes / local.seconds))
+
+
 async def main(quick: bool) -> None:
     import ray
 
@@ -102,12 +111,7 @@ async def main(quick: bool) -> None:
     try:
         n = 60 if quick else 200
         print(f"\n1. CPU-heavy environment (echo, 20 ms of CPU per step, 2 steps an episode, {n} episodes, 32 in flight)")
-        local, cpu = await _run(base_url, workers=None, tasks=n, turns=2, cpu_ms=20, concurrency=32)
-        base = local.episodes / local.seconds
-        print(_row("one process (no Ray)", local, cpu))
-        for k in (1, 2):
-            summary, cpu = await _run(base_url, workers=k, tasks=n, turns=2, cpu_ms=20, concurrency=32)
-            print(_row(f"{k} Ray worker{'s' * (k > 1)}", summary, cpu, base))
+        await _curve(base_url, (1, 2), "{k} Ray worker(s)", tasks=n, cpu_ms=20, concurrency=32)
 
         n = 500 if quick else 2000
         print(f"\n2. Overhead of the Ray path per episode (echo, 2 turns, mock latency 0, {n} episodes, 64 in flight)")
@@ -127,12 +131,7 @@ async def main(quick: bool) -> None:
     try:
         n = 1000 if quick else 4000
         print(f"\n3. --workers N (echo, 2 turns, mock latency 20 ms, {n} episodes, 1000 in flight)")
-        local, cpu = await _run(base_url, workers=None, tasks=n, turns=2, cpu_ms=0, concurrency=1000)
-        base = local.episodes / local.seconds
-        print(_row("one process (no Ray)", local, cpu))
-        for k in (1, 2, 4):
-            summary, cpu = await _run(base_url, workers=k, tasks=n, turns=2, cpu_ms=0, concurrency=1000)
-            print(_row(f"--workers {k}", summary, cpu, base))
+        await _curve(base_url, (1, 2, 4), "--workers {k}", tasks=n, cpu_ms=0, concurrency=1000)
     finally:
         proc.terminate()
         proc.wait()
