@@ -86,7 +86,7 @@ def _session_members(sid: int) -> list[int]:
 def _start_node(args: list[str], env: dict[str, str], log: Path) -> _Node:
     with log.open("wb") as out:
         # each node's agent gets a port of its own: several nodes (and other Ray instances) share this host
-        own = [f"--dashboard-agent-listen-port={_free_port()}"]
+        own = [f"--dashboard-agent-listen-port={_free_port()}", "--object-store-memory=100000000"]  # and a small object store
         proc = subprocess.Popen([str(RAY), "start", *args, *own, "--node-ip-address=127.0.0.1", "--disable-usage-stats", "--block"],
                                 env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
     node = _Node(proc, log)
