@@ -72,7 +72,8 @@ def mock_process(*options: str) -> Iterator[str]:
     proc = subprocess.Popen([sys.executable, "-m", "agentbench_async.cli", "serve-mock", "--port", str(port), *options],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
     try:
-        for _ in range(200):
+        deadline = time.monotonic() + 60  # the server's start takes seconds on a loaded machine
+        while time.monotonic() < deadline:
             try:
                 socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
                 break

@@ -148,7 +148,8 @@ def test_cli_run_against_serve_mock_process(tmp_path):
         port = s.getsockname()[1]
     mock = subprocess.Popen([sys.executable, "-m", "agentbench_async.cli", "serve-mock", "--port", str(port)], stderr=subprocess.PIPE, text=True)
     try:
-        for _ in range(100):
+        deadline = time.monotonic() + 60  # the server's start takes seconds on a loaded machine
+        while time.monotonic() < deadline:
             try:
                 socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
                 break
