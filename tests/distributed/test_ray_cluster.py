@@ -147,10 +147,16 @@ async def _agentbench(cluster: _Cluster, *args: str) -> tuple[int, str]:
     return await _finish(await _start(cluster, *args))
 
 
-async def _served(server: Any, requests: int) -> None:
+async def _served(server: Any, requests: int, proc: asyncio.subprocess.Process) -> None:
     deadline = time.monotonic() + 120
     while server.stats["requests"] < requests:
-        assert time.monotonic() < deadline, "the run never got going"
+        if proc.returncode is not None:  # ended before it got going: say why
+            code, err = await _finish(proc)
+            raise AssertionError(f"the run ended (exit {code}) before {requests} requests: {err}")
+        if time.monotonic() > deadline:
+            proc.kill()
+            _, err = await _finish(proc)
+            raise AssertionError(f"the run never got going: {err}")
         await asyncio.sleep(0.05)
 
 
@@ -260,7 +266,7 @@ async def test_an_interrupted_or_killed_driver_resumes(cluster: _Cluster, tmp_pa
         command = ("run", "--config", str(tmp_path / "run.yaml"), "--ray", cluster.address, "--workers", "2", "--no-progress")
         # Ctrl-C: the episodes in flight on the workers are stopped and stored as cancelled
         proc = await _start(cluster, *command)
-        await _served(server, 12)
+        await _served(server, 12, proc)
         proc.send_signal(signal.SIGINT)
         code, err = await _finish(proc)
         assert code == 130, err
@@ -268,7 +274,7 @@ async def test_an_interrupted_or_killed_driver_resumes(cluster: _Cluster, tmp_pa
         assert cancelled > 0, err
         # kill -9 of the driver: its workers go with it; nothing half-written
         proc = await _start(cluster, *command)
-        await _served(server, server.stats["requests"] + 12)
+        await _served(server, server.stats["requests"] + 12, proc)
         proc.kill()
         await proc.wait()
         # the same command resumes and finishes
