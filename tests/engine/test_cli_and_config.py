@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from engine_support import echo_config, query, run, start_mock
+from engine_support import echo_config, mock_process, query, run, start_mock
 
 from agentbench_async.cli import main
 from agentbench_async.errors import StoreError
@@ -140,32 +140,15 @@ def test_help_names_the_contract_commands():
 
 def test_cli_run_against_serve_mock_process(tmp_path):
     """The whole path as a user runs it: serve-mock in one process, agentbench run in another."""
-    import socket
-    import time
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    mock = subprocess.Popen([sys.executable, "-m", "agentbench_async.cli", "serve-mock", "--port", str(port)], stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 60  # the server's start takes seconds on a loaded machine
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                time.sleep(0.1)
+    with mock_process() as base_url:
         cfg = {"out": str(tmp_path / "x.duckdb"), "envs": "echo", "split": "dev", "limit": 5,
-               "models": [{"name": "mock-oracle", "base_url": f"http://127.0.0.1:{port}/v1", "task_header": True}]}  # fmt: skip
+               "models": [{"name": "mock-oracle", "base_url": base_url, "task_header": True}]}  # fmt: skip
         (tmp_path / "c.yaml").write_text(yaml.safe_dump(cfg))
         proc = _cli("run", "--config", str(tmp_path / "c.yaml"), "--no-progress")
         assert proc.returncode == 0, proc.stderr
         assert "5 episodes finished (completed 5)" in proc.stderr
         sql = _cli("sql", str(tmp_path / "x.duckdb"), "SELECT count(*) AS n FROM episodes WHERE success", "--format", "csv")
         assert sql.stdout.split() == ["n", "5"]
-    finally:
-        mock.terminate()
-        mock.wait(10)
     assert Path(tmp_path / "x.duckdb").exists()
 
 
