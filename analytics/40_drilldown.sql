@@ -1,4 +1,6 @@
 -- last_replies: each episode's last assistant message (the output that ended it), truncated to 300 characters.
+-- Only the model's own replies count (turn >= 1): turn 0 is the prompt, whose one-shot examples hold
+-- assistant messages the model never wrote; an episode that ended before any reply has no row here.
 CREATE OR REPLACE VIEW last_replies AS
 SELECT
     run_id,
@@ -9,7 +11,7 @@ SELECT
     error AS last_error,
     coalesce(reasoning, '') <> '' AS last_has_reasoning
 FROM turns
-WHERE role = 'assistant'
+WHERE role = 'assistant' AND turn > 0
 QUALIFY row_number() OVER (PARTITION BY run_id, episode_id ORDER BY seq DESC) = 1;
 
 -- failure_reasons: for each model x env x failure class, the reasons episodes ended that way, most

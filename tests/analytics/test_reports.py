@@ -116,6 +116,24 @@ def test_drilldown_groups_reasons_with_examples(known_run: Path) -> None:
     assert ctx["turns_max"] == 3  # the turn the context overflowed at
 
 
+def test_last_output_is_the_model_s_own_never_the_prompt_s_example(known_run: Path, tmp_path: Path) -> None:
+    """An episode whose context overflowed at its first call shows no last output, not the one-shot example's
+    assistant message from its prompt (turn 0)."""
+    path = tmp_path / "example.duckdb"
+    path.write_bytes(known_run.read_bytes())
+    con = duckdb.connect(str(path))
+    run_id, ep = con.execute("SELECT run_id, episode_id FROM episodes WHERE model = 'beta' AND status = 'context_limit_exceeded'").fetchone()
+    con.execute("DELETE FROM turns WHERE episode_id = ? AND turn > 0", [ep])
+    con.execute("INSERT INTO turns (run_id, episode_id, turn, seq, role, content) VALUES (?, ?, 0, 1, 'assistant', ?)",
+                [run_id, ep, "Act: example answer from the prompt"])  # fmt: skip
+    con.close()
+    with load(path) as res:
+        reasons = build_report(res).reasons
+        assert res.sql("SELECT count(*) FROM last_replies WHERE episode_id = ?", [ep]).item() == 0
+    ctx = reasons.filter((reasons["model"] == "beta") & (reasons["failure_class"] == "context_limit_exceeded")).row(0, named=True)
+    assert [e["last_output"] for e in ctx["examples"] if e["episode_id"] == ep] == [None]
+
+
 def test_operations_tokens_cost_retries(known_run: Path) -> None:
     with load(known_run) as res:
         rep = build_report(res)
