@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from . import __version__, eventloop
@@ -359,11 +360,13 @@ def _cmd_view(args: argparse.Namespace) -> int:
 
 
 def _cmd_envs(args: argparse.Namespace) -> int:
+    from .analytics.terminal import print_table
     from .envs import available_envs, make_env
 
     table = Table(title="Environments (built-in task suites; --data-dir runs the official ones)", title_justify="left")
-    for col in ("env", "description", "metric", "dev", "test", "turn cap", "tools mode", "needs"):
-        table.add_column(col)
+    for col in ("env", "metric", "dev", "test", "turn cap", "tools mode"):
+        table.add_column(col, justify="right" if col in ("dev", "test", "turn cap") else "left")
+    about: list[tuple[str, str, str]] = []
     for name in available_envs():
         env = make_env(name)
         counts = []
@@ -371,9 +374,15 @@ def _cmd_envs(args: argparse.Namespace) -> int:
             try:
                 counts.append(str(env.count(split)))
             except AgentBenchError as exc:
-                counts.append(f"? ({exc})")
-        table.add_row(name, env.description, env.metric, *counts, str(env.max_turns), "yes" if env.supports_tools else "no", env.requires)
-    _console.print(table)
+                counts.append("?")
+                about.append((name, f"{split} split", str(exc)))
+        table.add_row(name, env.metric, *counts, str(env.max_turns), "yes" if env.supports_tools else "no")
+        about.append((name, env.description, env.requires))
+    print_table(_console, table, keys=1)
+    # the long texts as wrapped paragraphs, not as table cells (they would be a word per line at 80 columns)
+    for name, description, needs in about:
+        _console.print(f"[bold]{escape(name)}[/]: {escape(description)}", highlight=False)
+        _console.print(f"  needs: {escape(needs)}", highlight=False)
     return 0
 
 

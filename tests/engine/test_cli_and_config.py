@@ -122,10 +122,25 @@ def test_agentbench_history_policy_keeps_first_message_and_recent_tail():
     assert history_policy("full")(msgs) is msgs
 
 
-def test_envs_lists_the_environments(capsys):
+def test_envs_lists_the_environments_readably_at_80_columns(monkeypatch):
+    from rich.console import Console
+
+    from agentbench_async import cli
+    from agentbench_async.envs import available_envs, make_env
+
+    console = Console(width=80, record=True, color_system=None)
+    monkeypatch.setattr(cli, "_console", console)
     assert main(["envs"]) == 0
-    out = capsys.readouterr().out
-    assert "env" in out and "metric" in out
+    out = console.export_text()
+    assert "…" not in out, "nothing is cut to fit 80 columns"
+    assert max(len(line) for line in out.splitlines()) <= 80
+    flat = " ".join(out.split())
+    for name in available_envs():
+        env = make_env(name)
+        row = next(line for line in out.splitlines() if line.startswith(f"│ {name} "))
+        assert f" {env.count('dev')} │" in row and f" {env.count('test')} │" in row, row
+        assert f"{name}: {' '.join(env.description.split())}" in flat  # the long texts whole, as paragraphs
+        assert f"needs: {' '.join(env.requires.split())}" in flat
 
 
 def test_help_names_the_contract_commands():
