@@ -103,6 +103,14 @@ def test_engine_run_compare_flips(engine_run: Path) -> None:
     assert "the success difference is significant at 5%" in text
 
 
+def test_engine_run_compare_reads_at_80_columns(engine_run: Path) -> None:
+    con = Console(width=80, record=True, color_system=None)
+    assert commands.compare(engine_run, engine_run, model_a="mock-oracle", model_b="mock-weak", console=con) == 0
+    text = con.export_text()
+    assert "…" not in text and max(len(line) for line in text.splitlines()) <= 80
+    assert "McNemar" in text and "Wilcoxon" in text and "completed_success" in text  # headers and classes whole
+
+
 def test_engine_run_show_episode(engine_run: Path) -> None:
     task = next(f"dev-{i:05d}" for i in range(TASKS) if stable_choice(f"dev-{i:05d}", 6) == 3)
     con = Console(width=200, record=True, color_system=None)

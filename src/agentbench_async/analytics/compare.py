@@ -15,6 +15,7 @@ from rich.table import Table
 
 from .loading import ReportError, Results
 from .stats import WilcoxonResult, mcnemar_exact, wilcoxon_signed_rank
+from .terminal import print_table
 
 KEY = ["env", "split", "task_id", "repeat"]
 
@@ -117,7 +118,7 @@ def render_comparison(cmp: Comparison, console: Console, max_flips: int = 40) ->
         table.add_row(e.env, str(e.pairs), str(e.success_a), str(e.success_b), str(e.a_only), str(e.b_only), _p(e.mcnemar_p),
                       f"{100 * e.mean_a:.1f}", f"{100 * e.mean_b:.1f}", _p(e.wilcoxon.p_value),
                       style=style)
-    console.print(table)
+    print_table(console, table, keys=1)  # nothing cut at 80 columns: compact, or split repeating env
     console.print("[dim]ok = successes; McNemar: exact test on success; Wilcoxon: signed-rank test on scores "
                   "(exact up to 60 non-zero differences, normal approximation above)[/]")
     t = cmp.total
@@ -139,4 +140,4 @@ def render_comparison(cmp: Comparison, console: Console, max_flips: int = 40) ->
     for r in cmp.flips.head(max_flips).iter_rows(named=True):
         flips.add_row(r["env"], r["task_id"], str(r["repeat"]), r["class_a"], f"{r['score_a']:g}", r["class_b"], f"{r['score_b']:g}",
                       r["direction"])
-    console.print(flips)
+    print_table(console, flips, keys=2)
