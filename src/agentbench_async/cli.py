@@ -316,7 +316,9 @@ def _print_result(rows: list[tuple[Any, ...]], columns: list[str], fmt: str, tit
             table.add_column(c)
         for r in rows:
             table.add_row(*("" if v is None else str(v) for v in r))
-        _console.print(table)
+        from .analytics.terminal import print_table
+
+        print_table(_console, table, keys=1)  # nothing cut on a narrow terminal: compact, or split repeating column 1
 
 
 def _cmd_sql(args: argparse.Namespace) -> int:

@@ -83,6 +83,20 @@ def test_sql_csv_has_unix_line_endings(demo: tuple[Path, str]) -> None:
     assert proc.stdout.decode().splitlines() == ["model,n", f"mock-oracle,{5 * 3}", f"mock-weak,{5 * 3}"]
 
 
+def test_sql_table_reads_at_80_columns(demo: tuple[Path, str]) -> None:
+    """`agentbench sql FILE "SELECT * FROM env_scores"` (the README's example): a wide result is split into
+    column groups that repeat the first column, nothing cut to 'mo…'."""
+    proc = _cli("sql", str(demo[0]), "SELECT * FROM env_scores ORDER BY model, env")
+    assert proc.returncode == 0, proc.stderr
+    text = proc.stdout
+    assert "…" not in text and max(len(line) for line in text.splitlines()) <= 80
+    with load(demo[0]) as res:
+        columns = res.sql("SELECT * FROM env_scores LIMIT 0").columns
+    headers = " ".join(line for line in text.splitlines() if line.startswith("model "))
+    assert all(re.search(rf"(^|\s){re.escape(c)}(\s|$)", headers) for c in columns), headers
+    assert sum(line.startswith("model ") for line in text.splitlines()) >= 2  # split, the first column repeated
+
+
 def test_run_drives_the_mock_from_the_command_line(tmp_path: Path) -> None:
     with mock_process() as url:
         statuses = {}
