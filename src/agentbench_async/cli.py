@@ -301,7 +301,7 @@ def _print_report(paths: list[Path], *, html: Path | None, json_out: bool) -> in
     return commands.report(paths, html=html, json_out=json_out, console=_console)
 
 
-def _print_result(rows: list[tuple[Any, ...]], columns: list[str], fmt: str, title: str | None = None) -> None:
+def _print_result(rows: list[tuple[Any, ...]], columns: list[str], fmt: str) -> None:
     if fmt == "json":
         print(json.dumps([dict(zip(columns, r)) for r in rows], default=str))
     elif fmt == "csv":
@@ -311,7 +311,7 @@ def _print_result(rows: list[tuple[Any, ...]], columns: list[str], fmt: str, tit
         writer.writerow(columns)
         writer.writerows(rows)
     else:
-        table = Table(title=title, title_justify="left")
+        table = Table()
         for c in columns:
             table.add_column(c)
         for r in rows:
