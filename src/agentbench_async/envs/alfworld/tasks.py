@@ -22,6 +22,7 @@ from typing import Any
 from ...errors import EnvUnavailableError, TaskFileError
 from ...resources import environments_dir
 from ..base import Task
+from ..taskfiles import read_json
 
 # split-file key -> prompt key, in the order of AgentBench's split files
 TASK_TYPES: dict[str, str] = {
@@ -62,14 +63,8 @@ def split_path(data_dir: Path | None, split: str) -> Path:
 
 def read_split(path: Path) -> list[tuple[str, str]]:
     """(task-type key, relative game path) in sample order; one-line TaskFileError for a bad file."""
-    try:
-        content = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise TaskFileError(f"alfworld: {path} not found; --data-dir must hold alfworld/{path.name} (AgentBench's data/ layout)") from None
-    except OSError as exc:
-        raise TaskFileError(f"alfworld: cannot read {path}: {exc.strerror or exc}") from None
-    except json.JSONDecodeError as exc:
-        raise TaskFileError(f"alfworld: {path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    content = read_json(path, missing=f"alfworld: {path} not found; --data-dir must hold alfworld/{path.name} (AgentBench's data/ layout)",
+                        where=f"alfworld: {path}")  # fmt: skip
     if not isinstance(content, dict):
         raise TaskFileError(f"alfworld: {path}: expected an object of task-type keys -> lists of game paths")
     out: list[tuple[str, str]] = []
@@ -149,12 +144,8 @@ def load_examples(data_dir: Path | None) -> dict[str, list[str]]:
     """The one-shot examples: AgentBench's ``alfworld_multiturn_plan_first.json`` with ``--data-dir``,
     else the project's own (same format: prompt key -> alternating environment/agent texts)."""
     path = official_folder(data_dir) / OFFICIAL_PROMPTS if data_dir is not None else builtin_root() / BUILTIN_PROMPTS
-    try:
-        content = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise TaskFileError(f"alfworld: {path} not found; --data-dir must hold alfworld/{OFFICIAL_PROMPTS}") from None
-    except (OSError, ValueError) as exc:
-        raise TaskFileError(f"alfworld: cannot read the one-shot examples {path}: {exc}") from None
+    content = read_json(path, missing=f"alfworld: {path} not found; --data-dir must hold alfworld/{OFFICIAL_PROMPTS}",
+                        where=f"alfworld: the one-shot examples {path}")  # fmt: skip
     if not isinstance(content, dict):
         raise TaskFileError(f"alfworld: {path}: expected an object of prompt keys -> example turns")
     for key in PROMPT_KEYS:

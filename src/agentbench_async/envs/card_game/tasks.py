@@ -16,7 +16,6 @@ The built-in suites (``environments/card_game/{dev,test}.json``) hold exactly th
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ from typing import Any
 from ...errors import TaskFileError
 from ...resources import environments_dir
 from ..base import Task
+from ..taskfiles import read_json
 from .baselines import BASELINES
 
 STAGE = 2  # the guess phase is on (stage 1, without guessing, is never used by v0.2)
@@ -70,12 +70,7 @@ def load_builtin(split: str) -> list[dict[str, Any]]:
     if split not in BUILTIN_FILES:
         raise TaskFileError(f"card_game: unknown split {split!r} (use dev or test)")
     path = builtin_path(split)
-    try:
-        records = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise TaskFileError(f"card_game: built-in suite {path} is missing; reinstall agentbench-async") from None
-    except ValueError as exc:
-        raise TaskFileError(f"card_game: {path}: not valid JSON ({exc})") from None
+    records = read_json(path, missing=f"card_game: built-in suite {path} is missing; reinstall agentbench-async", where=f"card_game: {path}")
     if not isinstance(records, list):
         raise TaskFileError(f"card_game: {path}: must be a JSON list of samples")
     return [_check(r, path, i) for i, r in enumerate(records)]

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -11,6 +10,7 @@ from typing import Any
 from ...errors import TaskFileError
 from ...resources import environments_dir
 from ..base import Task
+from ..taskfiles import read_json
 
 OFFICIAL_FILES = {"dev": "dev.json", "test": "std.json"}
 BUILTIN_FILES = {"dev": "dev.json", "test": "test.json"}
@@ -62,12 +62,7 @@ def _check(record: Any, path: Path, index: int) -> dict[str, Any]:
 
 def load_tasks(split: str, data_dir: Path | None) -> Iterator[Task]:
     path = task_file(split, data_dir)
-    try:
-        records = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise TaskFileError(f"{path}: not found; --data-dir must hold knowledgegraph/{path.name} (AgentBench's data layout)") from None
-    except ValueError as exc:
-        raise TaskFileError(f"{path}: not valid JSON ({exc})") from None
+    records = read_json(path, missing=f"{path}: not found; --data-dir must hold knowledgegraph/{path.name} (AgentBench's data layout)")
     if not isinstance(records, list):
         raise TaskFileError(f"{path}: must be a JSON list of questions")
     source = "official" if data_dir is not None else "builtin"

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import TaskFileError
+from ..taskfiles import read_json
 from .protocol import TOP_K, gold_action, shown_ids
 
 SPLIT_DIRS = {"dev": "data_dev", "test": "data_std"}
@@ -189,12 +190,7 @@ def load_samples(folder: Path, split: str, ranking: dict[str, Any] | None = None
     samples: list[dict[str, Any]] = []
     seen: set[str] = set()
     for path in files:
-        try:
-            tasks = json.loads(path.read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise TaskFileError(f"{path}: cannot read ({exc.strerror})") from None
-        except ValueError as exc:
-            raise TaskFileError(f"{path}: not valid JSON ({exc})") from None
+        tasks = read_json(path, missing=f"{path}: cannot read (No such file or directory)")
         if not isinstance(tasks, list):
             raise TaskFileError(f"{path}: must be a JSON array of Mind2Web task objects")
         for i, task in enumerate(tasks):

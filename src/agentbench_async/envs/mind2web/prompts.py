@@ -13,13 +13,13 @@ example, so a round asks in exactly the words its examples use: the official fil
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ...errors import TaskFileError
 from ...types import Message
+from ..taskfiles import read_json
 from .protocol import PREVIOUS_K
 
 PROMPT_FILES = {"cot": "llm_prompt_cot.json", "plain": "llm_prompt.json"}
@@ -82,12 +82,7 @@ def wording_of(user_text: str, where: str) -> Wording:
 
 
 def load_prompt(path: Path) -> FewShot:
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise TaskFileError(f"{path}: prompt file not found (AgentBench's data/mind2web/prompt/{path.name})") from None
-    except ValueError as exc:
-        raise TaskFileError(f"{path}: not valid JSON ({exc})") from None
+    raw = read_json(path, missing=f"{path}: prompt file not found (AgentBench's data/mind2web/prompt/{path.name})")
     if not isinstance(raw, list) or len(raw) != N_MESSAGES:
         raise TaskFileError(f"{path}: must be a JSON array of {N_MESSAGES} messages (3 examples as user/agent pairs, then an empty user slot)")
     examples: list[Message] = []
