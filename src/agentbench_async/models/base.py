@@ -249,11 +249,7 @@ class ModelClient(abc.ABC):
                     except _Refused as exc:
                         if exc.signature == last_refusal:
                             self.stats["errors"] += 1
-                            raise ModelError(
-                                f"{self.config.name}: the server refused this request the same way twice, a permanent "
-                                f"failure of this episode (resume does not re-run it): {exc}",
-                                http_status=exc.http_status, permanent=True,
-                            ) from None  # fmt: skip
+                            raise exc.permanent(self.config.name, "the server") from None
                         last_refusal = exc.signature
                         raise
         except RetryableModelError as exc:
@@ -404,6 +400,11 @@ class _Refused(RetryableModelError):
     def __init__(self, message: str, *, http_status: int, signature: tuple[int, bytes]) -> None:
         super().__init__(message, http_status=http_status)
         self.signature = signature
+
+    def permanent(self, model: str, by: str) -> ModelError:
+        """The episode's failure when ``by`` (the server, the batch API) refused the same way twice."""
+        return ModelError(f"{model}: {by} refused this request the same way twice, a permanent failure of this episode "
+                          f"(resume does not re-run it): {self}", http_status=self.http_status, permanent=True)  # fmt: skip
 
 
 _KEY_ECHO = re.compile(r"\b(?:sk|sk-ant|sk-or|key)-[A-Za-z0-9_*.\-]{6,}")

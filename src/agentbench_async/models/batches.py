@@ -201,9 +201,7 @@ class BatchClient:
             except _Refused as exc:
                 if last_refusal == exc.signature:
                     self.stats["errors"] += 1
-                    raise ModelError(f"{self.config.name}: the batch API refused this request the same way twice, a permanent "
-                                     f"failure of this episode (resume does not re-run it): {exc}", http_status=exc.http_status,
-                                     permanent=True) from None  # fmt: skip
+                    raise exc.permanent(self.config.name, "the batch API") from None
                 last_refusal = exc.signature
                 failure: RetryableModelError = exc
             except RetryableModelError as exc:
