@@ -15,38 +15,20 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
-import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+from _support import load_average, play_oracle
 
-from agentbench_async.envs import make_env  # noqa: E402
-from agentbench_async.envs.base import EpisodeContext  # noqa: E402
-from agentbench_async.testing import play  # noqa: E402
-
-
-def _load() -> str:
-    return "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg())
+from agentbench_async.envs import make_env
+from agentbench_async.envs.base import EpisodeContext
 
 
 async def _throughput(env, tasks, concurrency: int) -> None:  # type: ignore[no-untyped-def]
-    limit = asyncio.Semaphore(concurrency)
-    solved = steps = 0
-
-    async def one(task) -> None:  # type: ignore[no-untyped-def]
-        nonlocal solved, steps
-        async with limit:
-            record = await play(env, task, "oracle")
-            solved += record.success
-            steps += record.n_turns
-
-    t0 = time.perf_counter()
-    await asyncio.gather(*(one(t) for t in tasks))
-    dt = time.perf_counter() - t0
+    records, dt = await play_oracle(env, tasks, concurrency)
+    solved, steps = sum(r.success for r in records), sum(r.n_turns for r in records)
     print(f"concurrency {concurrency:4d}: {len(tasks) / dt:6.2f} oracle episodes/s, {steps / dt:6.1f} steps/s, "
-          f"{solved}/{len(tasks)} won, {dt:.1f} s ({_load()})")  # fmt: skip
+          f"{solved}/{len(tasks)} won, {dt:.1f} s ({load_average()})")  # fmt: skip
 
 
 async def _rss(env) -> tuple[float, int, int]:  # type: ignore[no-untyped-def]
@@ -87,7 +69,7 @@ async def main() -> None:
     t0 = time.perf_counter()
     await env.start()
     tasks = [*env.tasks("dev"), *env.tasks("test")]
-    print(f"{len(tasks)} games; {args.workers} workers started in {time.perf_counter() - t0:.1f} s ({_load()})")
+    print(f"{len(tasks)} games; {args.workers} workers started in {time.perf_counter() - t0:.1f} s ({load_average()})")
     try:
         await _memory(env, tasks, args.live, args.rounds)
         for c in args.concurrency:

@@ -17,17 +17,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gc
-import sys
 import time
-import tracemalloc
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+from _support import begin_sessions, play_oracle, traced_growth
 
-from agentbench_async.envs import make_env  # noqa: E402
-from agentbench_async.envs.base import EpisodeContext  # noqa: E402
-from agentbench_async.testing import play  # noqa: E402
+from agentbench_async.envs import make_env
+from agentbench_async.testing import play
 
 
 def _server_rss_mb(pid: int | None) -> float:
@@ -43,20 +39,9 @@ def _server_rss_mb(pid: int | None) -> float:
 
 
 async def _throughput(env, tasks, concurrency: int, mode: str) -> None:  # type: ignore[no-untyped-def]
-    limit = asyncio.Semaphore(concurrency)
-    ok = 0
-    statements = 0
-
-    async def one(task) -> None:  # type: ignore[no-untyped-def]
-        nonlocal ok, statements
-        async with limit:
-            record = await play(env, task, "oracle", action_mode=mode)
-            ok += record.success
-            statements += int(record.details.get("operations", 0))
-
-    t0 = time.perf_counter()
-    await asyncio.gather(*(one(t) for t in tasks))
-    dt = time.perf_counter() - t0
+    records, dt = await play_oracle(env, tasks, concurrency, mode)
+    ok = sum(r.success for r in records)
+    statements = sum(int(r.details.get("operations", 0)) for r in records)
     print(
         f"concurrency {concurrency:3d}: {len(tasks) / dt:7.1f} oracle episodes/s, {statements / dt:7.1f} agent statements/s, "
         f"{ok}/{len(tasks)} solved, {dt:.1f} s"
@@ -66,20 +51,10 @@ async def _throughput(env, tasks, concurrency: int, mode: str) -> None:  # type:
 async def _memory_per_episode(env, tasks, n: int) -> None:  # type: ignore[no-untyped-def]
     server = getattr(env, "server", None)
     pid = server.pid if server else None
-    gc.collect()
+
     rss_before = _server_rss_mb(pid)
-    tracemalloc.start()
-    before = tracemalloc.take_snapshot()
-    sessions = []
-    for i in range(n):
-        session = await env.open_session(tasks[i % len(tasks)], EpisodeContext(episode_id=f"m{i}"))
-        await session.begin()
-        sessions.append(session)
-    gc.collect()
-    after = tracemalloc.take_snapshot()
-    tracemalloc.stop()
+    py_bytes, sessions = await traced_growth(lambda: begin_sessions(env, tasks, n))
     rss_after = _server_rss_mb(pid)
-    py_bytes = sum(s.size_diff for s in after.compare_to(before, "filename"))
     print(
         f"memory per live episode ({n} open): {py_bytes / n / 1024:.1f} KiB in this process, "
         f"{(rss_after - rss_before) * 1024 / n:.1f} KiB in mariadbd (RSS {rss_before:.0f} -> {rss_after:.0f} MiB)"

@@ -11,19 +11,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gc
 import resource
-import sys
 import time
-import tracemalloc
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+from _support import play_oracle, traced_growth
 
-from agentbench_async.envs import make_env  # noqa: E402
-from agentbench_async.envs.base import EpisodeContext  # noqa: E402
-from agentbench_async.testing import play  # noqa: E402
-from agentbench_async.types import ModelReply  # noqa: E402
+from agentbench_async.envs import make_env
+from agentbench_async.envs.base import EpisodeContext
+from agentbench_async.types import ModelReply
 
 
 def _rss_mb() -> float:
@@ -31,18 +26,9 @@ def _rss_mb() -> float:
 
 
 async def _throughput(env, tasks, concurrency: int, mode: str) -> None:  # type: ignore[no-untyped-def]
-    limit = asyncio.Semaphore(concurrency)
-    scores: list[float] = []
     queries = sum(1 for t in tasks for a in t.data["actions"] if a.startswith(("get_relations", "get_attributes"))) + len(tasks)
-
-    async def one(task) -> None:  # type: ignore[no-untyped-def]
-        async with limit:
-            record = await play(env, task, "oracle", action_mode=mode)
-            scores.append(record.score)
-
-    t0 = time.perf_counter()
-    await asyncio.gather(*(one(t) for t in tasks))
-    dt = time.perf_counter() - t0
+    records, dt = await play_oracle(env, tasks, concurrency, mode)
+    scores = [r.score for r in records]
     print(
         f"concurrency {concurrency:4d}: {len(tasks) / dt:7.1f} oracle episodes/s, {queries / dt:7.1f} SPARQL queries/s, "
         f"mean F1 {sum(scores) / len(scores):.3f}"
@@ -51,22 +37,21 @@ async def _throughput(env, tasks, concurrency: int, mode: str) -> None:  # type:
 
 async def _memory_per_episode(env, tasks, n: int = 500) -> None:  # type: ignore[no-untyped-def]
     """Live sessions after their first two tool calls (a variable and a cached relation list each)."""
-    gc.collect()
-    tracemalloc.start()
-    before = tracemalloc.take_snapshot()
-    sessions = []
-    for i in range(n):
-        task = tasks[i % len(tasks)]
-        session = await env.open_session(task, EpisodeContext(episode_id=f"m{i}"))
-        messages = await session.begin()
-        entity = next(iter(task.data["entities"]))
-        relation = task.data["actions"][1].split(",", 1)[1].rstrip(")")
-        await session.step(ModelReply(content=f"Action: get_relations({entity})"))
-        await session.step(ModelReply(content=f"Action: get_neighbors({entity}, {relation})"))
-        sessions.append((session, messages))
-    after = tracemalloc.take_snapshot()
-    tracemalloc.stop()
-    total = sum(stat.size_diff for stat in after.compare_to(before, "filename"))
+
+    async def open_sessions() -> list:  # type: ignore[type-arg]
+        sessions = []
+        for i in range(n):
+            task = tasks[i % len(tasks)]
+            session = await env.open_session(task, EpisodeContext(episode_id=f"m{i}"))
+            messages = await session.begin()
+            entity = next(iter(task.data["entities"]))
+            relation = task.data["actions"][1].split(",", 1)[1].rstrip(")")
+            await session.step(ModelReply(content=f"Action: get_relations({entity})"))
+            await session.step(ModelReply(content=f"Action: get_neighbors({entity}, {relation})"))
+            sessions.append((session, messages))
+        return sessions
+
+    total, sessions = await traced_growth(open_sessions)
     print(f"memory per live episode (session state + prompt, {n} episodes): {total / n / 1024:.1f} KiB")
     del sessions
 

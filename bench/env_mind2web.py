@@ -13,49 +13,22 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gc
-import sys
 import time
-import tracemalloc
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+from _support import begin_sessions, play_oracle, traced_growth
 
-from agentbench_async.envs import make_env  # noqa: E402
-from agentbench_async.envs.base import EpisodeContext  # noqa: E402
-from agentbench_async.testing import play  # noqa: E402
+from agentbench_async.envs import make_env
 
 
 async def _throughput(env, tasks, concurrency: int) -> None:  # type: ignore[no-untyped-def]
-    limit = asyncio.Semaphore(concurrency)
-    solved = rounds = 0
-
-    async def one(task) -> None:  # type: ignore[no-untyped-def]
-        nonlocal solved, rounds
-        async with limit:
-            record = await play(env, task, "oracle")
-            solved += record.success
-            rounds += record.n_turns
-
-    t0 = time.perf_counter()
-    await asyncio.gather(*(one(t) for t in tasks))
-    dt = time.perf_counter() - t0
+    records, dt = await play_oracle(env, tasks, concurrency)
+    solved, rounds = sum(r.success for r in records), sum(r.n_turns for r in records)
     print(f"concurrency {concurrency:4d}: {len(tasks) / dt:7.1f} oracle episodes/s, {rounds / dt:7.1f} rounds/s, {solved}/{len(tasks)} solved, {dt:.2f} s")
 
 
 async def _memory_per_episode(env, tasks, n: int) -> None:  # type: ignore[no-untyped-def]
-    gc.collect()
-    tracemalloc.start()
-    before = tracemalloc.take_snapshot()
-    sessions = []
-    for i in range(n):
-        session = await env.open_session(tasks[i % len(tasks)], EpisodeContext(episode_id=f"m{i}"))
-        await session.begin()
-        sessions.append(session)
-    gc.collect()
-    after = tracemalloc.take_snapshot()
-    tracemalloc.stop()
-    grown = sum(s.size_diff for s in after.compare_to(before, "filename"))
+    grown, sessions = await traced_growth(lambda: begin_sessions(env, tasks, n))
     print(f"memory: {grown / n / 1024:.1f} KiB per live episode ({n} sessions begun; task data is shared, not counted)")
     for session in sessions:
         await session.close()

@@ -24,7 +24,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import tracemalloc
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -32,7 +31,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from agentbench_async.envs.base import EpisodeContext  # noqa: E402
 from agentbench_async.envs.webshop import WebShopEnvironment  # noqa: E402
-from agentbench_async.testing import play  # noqa: E402
+from _support import play_oracle, traced_growth  # noqa: E402
 
 N_GOALS = 300
 
@@ -54,20 +53,8 @@ def _generator():  # type: ignore[no-untyped-def]
 
 
 async def _throughput(env: WebShopEnvironment, tasks: list, concurrency: int, mode: str) -> None:  # type: ignore[type-arg]
-    limit = asyncio.Semaphore(concurrency)
-    solved = 0
-    rounds = 0
-
-    async def one(task) -> None:  # type: ignore[no-untyped-def]
-        nonlocal solved, rounds
-        async with limit:
-            record = await play(env, task, "oracle", action_mode=mode)
-            solved += record.score == 1.0
-            rounds += record.n_turns
-
-    t0 = time.perf_counter()
-    await asyncio.gather(*(one(t) for t in tasks))
-    dt = time.perf_counter() - t0
+    records, dt = await play_oracle(env, tasks, concurrency, mode)
+    solved, rounds = sum(r.score == 1.0 for r in records), sum(r.n_turns for r in records)
     print(
         f"  oracle, concurrency {concurrency:3d}: {len(tasks) / dt:7.1f} episodes/s ({rounds / dt:7.1f} rounds/s), "
         f"reward 1.0 on {solved}/{len(tasks)}"
@@ -75,22 +62,20 @@ async def _throughput(env: WebShopEnvironment, tasks: list, concurrency: int, mo
 
 
 async def _live(env: WebShopEnvironment, tasks: list, n: int, mode: str) -> None:  # type: ignore[type-arg]
+    async def open_sessions() -> list:  # type: ignore[type-arg]
+        sessions = []
+        for i in range(n):
+            task = tasks[i % len(tasks)]
+            session = await env.open_session(task, EpisodeContext(episode_id=f"live{i}", action_mode=mode))  # type: ignore[arg-type]
+            await session.begin()
+            # one search and one product page: the state a live episode typically holds
+            await session.step(_reply(mode, f"search[{task.data['reference']['search']}]"))
+            sessions.append(session)
+        return sessions
+
     gc.collect()
     rss0 = _status_mb("VmRSS")
-    tracemalloc.start()
-    before = tracemalloc.take_snapshot()
-    sessions = []
-    for i in range(n):
-        task = tasks[i % len(tasks)]
-        session = await env.open_session(task, EpisodeContext(episode_id=f"live{i}", action_mode=mode))  # type: ignore[arg-type]
-        await session.begin()
-        # one search and one product page: the state a live episode typically holds
-        await session.step(_reply(mode, f"search[{task.data['reference']['search']}]"))
-        sessions.append(session)
-    gc.collect()
-    after = tracemalloc.take_snapshot()
-    tracemalloc.stop()
-    py_bytes = sum(s.size_diff for s in after.compare_to(before, "filename"))
+    py_bytes, sessions = await traced_growth(open_sessions)
     rss1 = _status_mb("VmRSS")
     print(
         f"  memory per live episode ({n} open, after a search): {py_bytes / n / 1024:.1f} KiB (tracemalloc), "

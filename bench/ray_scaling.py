@@ -32,6 +32,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from _support import load_average
+
 from agentbench_async.config import build_config
 from agentbench_async.distributed import RaySettings
 from agentbench_async.distributed.evaluation import RayEvaluation
@@ -55,10 +57,6 @@ def _start_mock(*extra: str) -> tuple[subprocess.Popen[bytes], str]:
         except OSError:
             time.sleep(0.05)
     raise SystemExit(f"the mock server did not listen on port {port}")
-
-
-def _load() -> str:
-    return "load {:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
 
 
 def _cpu_s() -> float:
@@ -89,7 +87,7 @@ def _row(label: str, summary: RunSummary, cpu: float, base: float | None = None)
     eps = summary.episodes / summary.seconds
     ratio = f"  x{eps / base:.2f}" if base else ""
     return (f"  {label:<22} {summary.episodes:>6} episodes {summary.seconds:7.2f}s  {eps:8.1f} episodes/s  "
-            f"{summary.calls / summary.seconds:8.1f} calls/s{ratio}   ({_load()})")  # fmt: skip
+            f"{summary.calls / summary.seconds:8.1f} calls/s{ratio}   ({load_average()})")  # fmt: skip
 
 
 async def _curve(base_url: str, workers: tuple[int, ...], label: str, *, tasks: int, cpu_ms: float, concurrency: int) -> None:

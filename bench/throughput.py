@@ -36,6 +36,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from _support import load_average
+
 TURNS = 2
 
 
@@ -195,10 +197,6 @@ def _measure(mode: str, loop: str, base_url: str, concurrency: int, episodes: in
     return result
 
 
-def _load() -> str:
-    return "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg())
-
-
 def _median(runs: list[dict[str, float]], key: str) -> float:
     return statistics.median(r[key] for r in runs)
 
@@ -225,7 +223,7 @@ def main() -> None:
     levels = [int(x) for x in args.levels.split(",")] if args.levels else [100, 1000] if args.quick else [100, 1000, 5000]
     loops = [x.strip() for x in args.loops.split(",") if x.strip()]
     print(f"mock latency {args.latency_ms:.0f} ms, echo environment, {TURNS} calls per episode, {os.cpu_count()} cores, "
-          f"{args.repeat} run(s) each (medians); {_load()}")  # fmt: skip
+          f"{args.repeat} run(s) each (medians); {load_average()}")  # fmt: skip
     print(f"{'loop':>8} {'C':>6} {'engine calls/s':>15} {'ceiling calls/s':>16} {'ratio':>6} {'episodes/s':>11} "
           f"{'engine RSS MB':>14} {'ceiling RSS MB':>15} {'writer rows/s':>14} {'CPU us/call engine':>18} {'ceiling':>7}  ratios of the runs")  # fmt: skip
     for loop in loops:
@@ -260,7 +258,7 @@ def main() -> None:
                 ratios, ceiling, ceiling_rss, ceiling_cpu = "", f"{'-':>16} {'-':>6}", f"{'-':>15}", f"{'-':>7}"
             print(f"{loop:>8} {c:>6} {eng['calls_per_s']:>15.0f} {ceiling} {eng['episodes_per_s']:>11.0f} "
                   f"{eng['peak_rss_mb']:>14.0f} {ceiling_rss} {eng['rows_per_s_writer']:>14.0f} {eng['cpu_us_per_call']:>18.0f} {ceiling_cpu}"
-                  f"  {ratios}  ({_load()})", flush=True)  # fmt: skip
+                  f"  {ratios}  ({load_average()})", flush=True)  # fmt: skip
     if args.engine_only or args.no_rpm:
         return
     rpm, window, windows = (300, 5.0, 4) if args.quick else (600, 10.0, 5)

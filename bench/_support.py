@@ -1,0 +1,64 @@
+"""What the bench scripts share: the oracle played over a task list, Python memory held by live sessions, the
+machine's load. (bench/ is on the path when a script in it runs.)"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import os
+import sys
+import time
+import tracemalloc
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+if TYPE_CHECKING:
+    from agentbench_async.records import EpisodeRecord
+
+
+def load_average() -> str:
+    """The 1, 5 and 15 minute load averages: the cores may be shared, so figures come with them."""
+    return "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+async def play_oracle(env: Any, tasks: list[Any], concurrency: int, mode: str = "text") -> tuple[list[EpisodeRecord], float]:
+    """The mock oracle on every task, at most ``concurrency`` at once; the records (in task order) and the seconds."""
+    from agentbench_async.testing import play  # here, not at import: throughput.py's ceiling imports this module
+
+    limit = asyncio.Semaphore(concurrency)
+
+    async def one(task: Any) -> EpisodeRecord:
+        async with limit:
+            return await play(env, task, "oracle", action_mode=mode)  # type: ignore[arg-type]
+
+    t0 = time.perf_counter()
+    records = await asyncio.gather(*(one(t) for t in tasks))
+    return list(records), time.perf_counter() - t0
+
+
+async def traced_growth(open_sessions: Callable[[], Awaitable[list[Any]]]) -> tuple[int, list[Any]]:
+    """Bytes of Python memory that the sessions ``open_sessions`` leaves open hold (tracemalloc, after a
+    collection on both sides), and those sessions, for the caller to close."""
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.take_snapshot()
+    sessions = await open_sessions()
+    gc.collect()
+    after = tracemalloc.take_snapshot()
+    tracemalloc.stop()
+    return sum(s.size_diff for s in after.compare_to(before, "filename")), sessions
+
+
+async def begin_sessions(env: Any, tasks: list[Any], n: int) -> list[Any]:
+    """``n`` sessions opened and begun (tasks taken in turn): live episodes before their first reply."""
+    from agentbench_async.envs.base import EpisodeContext
+
+    sessions = []
+    for i in range(n):
+        session = await env.open_session(tasks[i % len(tasks)], EpisodeContext(episode_id=f"m{i}"))
+        await session.begin()
+        sessions.append(session)
+    return sessions
