@@ -7,8 +7,11 @@ skips them.
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -24,3 +27,16 @@ def require(condition: bool, what: str) -> None:
     if IN_CI:
         pytest.fail(f"CI must run this test, but {what}")
     pytest.skip(what)
+
+
+def load_generator(env: str) -> ModuleType:
+    """``environments/<env>/generate.py`` (the built-in suite's generator) imported as a module."""
+    spec = importlib.util.spec_from_file_location(f"{env}_generate", REPO / "environments" / env / "generate.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while the file executes
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.modules.pop(spec.name, None)
+    return module

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -13,7 +12,7 @@ import pytest
 from agentbench_async.envs.alfworld import ALFWorldEnvironment
 from agentbench_async.envs.alfworld.tasks import PROMPT_KEYS, TASK_TYPES, builtin_root, load_examples, require_official_root
 from agentbench_async.errors import EnvUnavailableError, TaskFileError
-from support import REPO, require
+from support import load_generator, require
 
 HAS_ENGINE = all(importlib.util.find_spec(m) is not None for m in ("alfworld", "textworld", "fast_downward"))
 NEED = "the alfworld extra is not installed (pip install -e '.[alfworld]')"
@@ -136,15 +135,7 @@ def test_logic_converted_from_the_package_is_agentbenchs_2_1_1(official_data_dir
 
 def test_generator_reproduces_the_committed_suites() -> None:
     require(HAS_ENGINE, NEED)
-    spec = importlib.util.spec_from_file_location("alfworld_generate", REPO / "environments" / "alfworld" / "generate.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        sys.modules.pop(spec.name, None)
-    files = module.build(play=False)  # the oracle tests above play every game
+    files = load_generator("alfworld").build(play=False)  # the oracle tests above play every game
     root = builtin_root()
     committed = {str(p.relative_to(root)) for p in root.joinpath("games").rglob("*") if p.is_file()}
     assert committed == {rel for rel in files if rel.startswith("games/")}

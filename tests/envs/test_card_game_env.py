@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import random
 import re
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -36,6 +34,7 @@ from agentbench_async.errors import ConfigError, TaskFileError
 from agentbench_async.resources import environments_dir
 from agentbench_async.testing import play
 from agentbench_async.types import ModelReply
+from support import load_generator
 
 # -- samples -----------------------------------------------------------------------------------------
 
@@ -74,16 +73,7 @@ def test_test_time_option_generates_more_games_in_the_same_order() -> None:
 
 
 def test_committed_suites_match_the_generator(tmp_path: Path) -> None:
-    path = environments_dir() / "card_game" / "generate.py"
-    spec = importlib.util.spec_from_file_location("card_game_generate", path)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        del sys.modules[spec.name]
-    module.write(tmp_path)
+    load_generator("card_game").write(tmp_path)
     for name in ("dev.json", "test.json"):
         fresh = (tmp_path / name).read_bytes()
         assert fresh == (environments_dir() / "card_game" / name).read_bytes(), f"run environments/card_game/generate.py ({name})"

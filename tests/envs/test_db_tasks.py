@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -13,8 +11,8 @@ import pytest
 from agentbench_async.envs.db import DBEnvironment
 from agentbench_async.envs.db.tasks import builtin_path
 from agentbench_async.errors import TaskFileError
+from support import load_generator
 
-REPO = Path(__file__).resolve().parents[2]
 
 
 def test_official_dev_and_std_load_with_readme_counts(official_data_dir: Path) -> None:
@@ -55,15 +53,7 @@ def test_builtin_suites_are_big_and_varied() -> None:
 
 
 def test_generator_output_is_committed_unchanged() -> None:
-    spec = importlib.util.spec_from_file_location("db_generate", REPO / "environments" / "db" / "generate.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while the file executes
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        sys.modules.pop(spec.name, None)
-    fresh = module.build()
+    fresh = load_generator("db").build()
     for split in ("dev", "test"):
         assert builtin_path(split).read_text(encoding="utf-8") == fresh[split], (
             f"environments/db/{split}.jsonl is stale: run PYTHONPATH=src python environments/db/generate.py"

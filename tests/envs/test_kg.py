@@ -4,9 +4,7 @@ hostile replies, the official loader and the built-in generator."""
 from __future__ import annotations
 
 import collections
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,6 +16,7 @@ from agentbench_async.envs.kg.tasks import builtin_dir
 from agentbench_async.errors import EnvUnavailableError, TaskFileError
 from agentbench_async.testing import play
 from agentbench_async.types import ModelReply, ToolCall
+from support import load_generator
 
 ALL_TOOLS = {"get_relations", "get_neighbors", "intersection", "get_attributes", "argmax", "argmin", "count"}
 
@@ -272,15 +271,7 @@ def test_bad_task_file_is_one_clear_line(tmp_path: Path) -> None:
 
 
 def test_generator_reproduces_committed_suite(tmp_path: Path) -> None:
-    spec = importlib.util.spec_from_file_location("kg_generate", builtin_dir() / "generate.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up here
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        del sys.modules[spec.name]
-    module.generate(tmp_path)
+    load_generator("kg").generate(tmp_path)
     for name in ("graph.nt", "dev.json", "test.json", "ontology/vocab.json", "ontology/fb_roles", "ontology/reverse_properties"):
         assert (tmp_path / name).read_bytes() == (builtin_dir() / name).read_bytes(), f"{name} differs: re-run environments/kg/generate.py"
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -18,6 +17,7 @@ from agentbench_async.envs.os_interaction.scripts import SCRIPT_FILES
 from agentbench_async.errors import TaskFileError
 from agentbench_async.resources import environments_dir
 from agentbench_async.types import ModelReply, ToolCall
+from support import load_generator
 
 
 def test_official_counts_and_ids(official_data_dir: Path) -> None:
@@ -34,11 +34,7 @@ def test_official_counts_and_ids(official_data_dir: Path) -> None:
 
 
 def test_builtin_suites_regenerate_identically() -> None:
-    path = environments_dir() / "os" / "generate.py"
-    spec = importlib.util.spec_from_file_location("os_generate", path)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_generator("os")
     for split in ("dev", "test"):
         assert (environments_dir() / "os" / f"{split}.json").read_text(encoding="utf-8") == module.render(split)
     env = make_env("os")

@@ -7,10 +7,8 @@ use small files written below in exactly that format.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import random
-import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -23,8 +21,8 @@ from agentbench_async.envs.webshop.catalog import load_catalog, parse_pricing
 from agentbench_async.envs.webshop.tasks import builtin_dir
 from agentbench_async.errors import ConfigError, TaskFileError
 from agentbench_async.testing import play
+from support import load_generator
 
-REPO = Path(__file__).resolve().parents[2]
 
 
 def _raw(asin: str, name: str, pricing: str, **kw: Any) -> dict[str, Any]:
@@ -276,15 +274,7 @@ def test_builtin_catalog_is_big_varied_and_compact() -> None:
 
 
 def test_generator_output_is_committed_unchanged() -> None:
-    spec = importlib.util.spec_from_file_location("webshop_generate", REPO / "environments" / "webshop" / "generate.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while the file executes
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        sys.modules.pop(spec.name, None)
-    for name, text in module.build().items():
+    for name, text in load_generator("webshop").build().items():
         assert (builtin_dir() / name).read_text(encoding="utf-8") == text, (
             f"environments/webshop/{name} is stale: run PYTHONPATH=src python environments/webshop/generate.py"
         )
