@@ -15,13 +15,14 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import aiohttp
 import duckdb
 import pytest
 import yaml
-from engine_support import echo_config, query, run, start_mock
+from engine_support import echo_config, query, run, serve_app, start_mock
 
 from agentbench_async.errors import ConfigError
-from agentbench_async.models.batch_api import ANTHROPIC_ERROR_STATUS
+from agentbench_async.models.batch_api import ANTHROPIC_ERROR_STATUS, OpenAIBatchAPI
 from agentbench_async.models.batches import batch_settings
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "providers"
@@ -168,6 +169,46 @@ async def test_mock_batch_objects_have_the_providers_shape(tmp_path):
         assert set(fixture_results["errored"]["result"]["error"]["error"]["type"] for _ in [0]) <= set(ANTHROPIC_ERROR_STATUS)
     finally:
         await server.stop()
+
+
+async def test_openai_s_failed_batch_for_the_enqueued_limit_is_read_as_a_full_queue(tmp_path):
+    """The body OpenAI's Batch API returns for a batch refused at its enqueued-token limit (fixture): the engine
+    reads it as a full queue (wait for a batch to end, no retry spent), and the mock refuses in that shape."""
+    from aiohttp import web
+
+    from agentbench_async.models import ModelConfig, ModelLimits, make_client
+
+    fixture = json.loads((FIXTURES / "batch_openai_failed_token_limit.json").read_text())["body"]
+    app = web.Application()
+
+    async def batch(request: web.Request) -> web.Response:
+        return web.json_response(fixture)
+
+    app.router.add_get("/v1/batches/{id}", batch)
+    async with serve_app(app) as port:
+        session = aiohttp.ClientSession()
+        try:
+            client = make_client(ModelConfig(name="m", base_url=f"http://127.0.0.1:{port}/v1"), session, ModelLimits())
+            state = await OpenAIBatchAPI(client).retrieve(fixture["id"])
+        finally:
+            await session.close()
+    assert state.ended and state.status == "failed" and state.failure_code == "token_limit_exceeded"
+    assert state.failure == fixture["errors"]["data"][0]["message"]
+
+
+    # the mock's refusal has the fixture's shape: the same fields, errors as a list of BatchError objects
+    server = await start_mock(batch_delay_s=0.05, batch_max_in_progress=1)
+    try:
+        models = [{"name": "mock-oracle", "provider": "openai", "batch": {**FAST, "size": 2}}]
+        summary = await run(echo_config(tmp_path / "b.duckdb", server.base_url, models=models, **TASKS))
+        refused = next(b for b in server.batches.batches.values() if b.failed_errors)
+        obj = server.batches._openai_object(refused)
+    finally:
+        await server.stop()
+    assert summary.statuses == {"completed": 6}
+    assert set(obj) == set(fixture) and obj["status"] == "failed"
+    assert [set(e) for e in obj["errors"]["data"]] == [set(e) for e in fixture["errors"]["data"]]
+    assert obj["errors"]["object"] == "list" and obj["errors"]["data"][0]["code"] == "token_limit_exceeded"
 
 
 # -- kill -9 with batches in flight, then resume ----------------------------------------------------------
