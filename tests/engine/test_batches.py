@@ -195,7 +195,6 @@ async def test_openai_s_failed_batch_for_the_enqueued_limit_is_read_as_a_full_qu
     assert state.ended and state.status == "failed" and state.failure_code == "token_limit_exceeded"
     assert state.failure == fixture["errors"]["data"][0]["message"]
 
-
     # the mock's refusal has the fixture's shape: the same fields, errors as a list of BatchError objects
     server = await start_mock(batch_delay_s=0.05, batch_max_in_progress=1)
     try:
