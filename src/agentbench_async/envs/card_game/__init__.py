@@ -21,6 +21,7 @@ from typing import Any, ClassVar
 
 from ...errors import ConfigError
 from ..base import Environment, EpisodeContext, Session, Task
+from ..options import int_option
 from .engine import STATE_LIMIT
 from .protocol import MAX_TRIES
 from .session import CardGameSession
@@ -64,13 +65,7 @@ class CardGameEnvironment(Environment):
 def _test_time(value: object) -> int | None:
     if value is None:
         return None
-    try:
-        number = int(value)  # type: ignore[call-overload]
-    except (TypeError, ValueError):
-        number = 0
-    if number < 1:
-        raise ConfigError(f"card_game: option test_time={value!r} must be a positive integer (games per opponent and seat)")
-    return number
+    return int_option("card_game", "test_time", value, meaning="games per opponent and seat")
 
 
 __all__ = ["MAX_REPLIES", "CardGameEnvironment"]

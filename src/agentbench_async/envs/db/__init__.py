@@ -29,6 +29,7 @@ import pymysql
 
 from ...errors import ConfigError, EnvUnavailableError
 from ..base import Environment, EpisodeContext, Session, Task
+from ..options import int_option
 from .backend import Backend
 from .protocol import MAX_OPERATIONS
 from .server import PrivateMariaDB, parse_db_url, probe_flavour
@@ -70,13 +71,7 @@ class DBEnvironment(Environment):
         return self._server
 
     def _int_option(self, key: str, default: int) -> int:
-        try:
-            value = int(self.options.get(key, default))
-        except (TypeError, ValueError):
-            raise ConfigError(f"db: option {key!r} must be an integer, got {self.options.get(key)!r}") from None
-        if value < 1:
-            raise ConfigError(f"db: option {key!r} must be at least 1")
-        return value
+        return int_option("db", key, self.options.get(key, default))
 
     def _timeout(self) -> float:
         try:

@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 from ...errors import ConfigError, TaskFileError
 from ...resources import environments_dir
 from ..base import Environment, EpisodeContext, Session, Task
+from ..options import int_option
 from .data import load_builtin, load_official, official_path
 from .prompts import PROMPTERS
 from .session import LTPSession, require_judge
@@ -81,13 +82,7 @@ class LTPEnvironment(Environment):
 
 
 def _rounds(value: object) -> int:
-    try:
-        rounds = int(value)  # type: ignore[call-overload]
-    except (TypeError, ValueError):
-        rounds = 0
-    if rounds < 1:
-        raise ConfigError(f"ltp: option rounds={value!r} must be a positive integer (AgentBench uses 25)")
-    return rounds
+    return int_option("ltp", "rounds", value, meaning="AgentBench uses 25")
 
 
 __all__ = ["DEFAULT_ROUNDS", "LTPEnvironment"]

@@ -28,6 +28,7 @@ from typing import Any, ClassVar
 from ...errors import ConfigError
 from ...resources import environments_dir
 from ..base import Environment, EpisodeContext, Session, Task
+from ..options import int_option
 from .data import load_samples, load_scores, score_file, split_files
 from .prompts import PROMPT_FILES, FewShot, load_prompt, prompt_path
 from .session import Mind2WebSession
@@ -67,13 +68,7 @@ class Mind2WebEnvironment(Environment):
 
     @property
     def capacity(self) -> int:
-        try:
-            value = int(self.options.get("capacity", _DEFAULT_CAPACITY))
-        except (TypeError, ValueError):
-            value = 0
-        if value < 1:
-            raise ConfigError(f"mind2web: option capacity={self.options.get('capacity')!r} must be a positive integer")
-        return value
+        return int_option("mind2web", "capacity", self.options.get("capacity", _DEFAULT_CAPACITY))
 
     @property
     def few_shot(self) -> FewShot:
@@ -111,13 +106,7 @@ def _index_option(options: dict[str, Any], key: str) -> int | None:
     value = options.get(key)
     if value is None or value == "":
         return None
-    try:
-        number = int(value)
-    except (TypeError, ValueError):
-        number = -1
-    if number < 0:
-        raise ConfigError(f"mind2web: option {key}={value!r} must be a non-negative integer (a sample index)")
-    return number
+    return int_option("mind2web", key, value, minimum=0, meaning="a sample index")
 
 
 __all__ = ["MAX_ROUNDS", "Mind2WebEnvironment", "builtin_dir"]
