@@ -1,5 +1,6 @@
 """Regenerate src/agentbench_async/data_manifest.json (paths and sha256 of the official AgentBench data
-files) from a local copy laid out like AgentBench's data/ folder (e.g. ../shared/agentbench-data).
+files, and of upstream's prompt sources and task configs under upstream-prompts/) from a local copy laid out
+like AgentBench's data/ folder (e.g. ../shared/agentbench-data).
 
     python tools/make_data_manifest.py ../shared/agentbench-data
 
@@ -23,6 +24,8 @@ def _source(rel: str) -> tuple[str, str]:
     parts = rel.split("/")
     if rel == "LICENSE":
         return V02, "LICENSE"
+    if parts[0] == "upstream-prompts":  # upstream-prompts/<v0.2|fc>/<path in the repository>: the prompt sources
+        return {"v0.2": V02, "fc": FC}[parts[1]], "/".join(parts[2:])
     folder, rest = parts[0], "/".join(parts[1:])
     if rest.startswith("agentbench-fc/"):
         inner = rest.removeprefix("agentbench-fc/")
@@ -40,7 +43,7 @@ def build(root: Path) -> list[dict[str, str]]:
     files = []
     for path in sorted(root.rglob("*")):
         rel = path.relative_to(root).as_posix()
-        if not path.is_file() or rel == "README.md" or rel.endswith(".derived.jsonl"):
+        if not path.is_file() or path.name == "README.md" or rel.endswith(".derived.jsonl"):
             continue
         commit, repo_path = _source(rel)
         digest = hashlib.sha256(path.read_bytes()).hexdigest()

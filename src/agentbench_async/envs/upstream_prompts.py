@@ -1,0 +1,176 @@
+"""AgentBench's own prompt wording, read out of the upstream source files ``agentbench data pull`` fetches.
+
+AgentBench v0.2 keeps the prompts of alfworld, webshop, card_game and mind2web in Python source, not in
+``data/``. The project never contains that wording: ``agentbench data pull`` downloads the files (pinned
+commits, sha256-checked, see ``data_manifest.json``) into ``<data-dir>/upstream-prompts/``, laid out as
+
+    upstream-prompts/v0.2/<path in THUDM/AgentBench at 41e6807>   e.g. src/server/tasks/webshop/__init__.py
+    upstream-prompts/fc/<path in THUDM/AgentBench at 578c5e9>     e.g. configs/tasks/alfworld.yaml (AgentBench FC)
+
+and an environment run with ``--data-dir`` reads its strings from there. Nothing is imported or executed:
+the file is parsed with ``ast`` and only literal values (strings, numbers, lists, dicts, ... accepted by
+``ast.literal_eval``) are taken out of it. Use::
+
+    source = upstream_source(data_dir, V02, "src/server/tasks/webshop/__init__.py", env="webshop")
+    rules = source.literal("prompt")                                # module-level ``prompt = \"\"\"...\"\"\"``
+    text = source.returned("ALFWorld.get_task_instruction")        # the literal a function returns
+    shown = source.call_arguments("WebShop.start_sample", "inject")  # ``session.inject({...})`` arguments
+    skills = source.literal("self.skill_type", within="Agent.__init__")  # an assignment inside a method
+
+``upstream_config(data_dir, FC, "alfworld", env="alfworld")`` reads a task config (YAML, parsed with
+``yaml.safe_load``). A missing file is a ``TaskFileError`` of one line naming it and the fix (``agentbench
+data pull``); a file that no longer holds what is asked for (another commit) is one line naming the file and
+the name looked up.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..errors import TaskFileError
+
+UPSTREAM_DIR = "upstream-prompts"
+V02 = "v0.2"  # THUDM/AgentBench 41e6807349f741e06428fae3e9e4d334e7002362 (the ICLR-2024 numbers)
+FC = "fc"  # THUDM/AgentBench 578c5e9f706fc2dd96188ca6c8cf9095ca0c6528 (AgentBench FC, function calling)
+_NOT_LITERAL = object()
+
+
+def upstream_path(data_dir: Path, version: str, relative: str) -> Path:
+    """Where ``agentbench data pull`` puts upstream's ``relative`` file of ``version`` (``V02`` or ``FC``)."""
+    return Path(data_dir) / UPSTREAM_DIR / version / relative
+
+
+@dataclass(frozen=True)
+class UpstreamSource:
+    """One parsed upstream Python file. Lookups return copies of literal values; nothing is executed."""
+
+    path: Path
+    tree: ast.Module = field(repr=False)
+
+    def _fail(self, what: str) -> TaskFileError:
+        return TaskFileError(f"{self.path}: {what} (not the file of the pinned commit? run `agentbench data pull` again)")
+
+    def _scope(self, within: str | None) -> list[ast.stmt]:
+        return self.tree.body if within is None else list(self.function(within).body)
+
+    def function(self, qualname: str) -> ast.FunctionDef | ast.AsyncFunctionDef:
+        """The definition of a module-level function (``"name"``) or a method (``"Class.name"``)."""
+        owner, _, name = qualname.rpartition(".")
+        body: list[ast.stmt] = self.tree.body
+        if owner:
+            classes = [n for n in body if isinstance(n, ast.ClassDef) and n.name == owner]
+            if not classes:
+                raise self._fail(f"no class {owner!r}")
+            body = classes[0].body
+        for node in body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
+                return node
+        raise self._fail(f"no function {qualname!r}")
+
+    def literal(self, name: str, *, within: str | None = None) -> Any:
+        """The literal assigned to ``name`` (``x = ...``, ``x: str = ...``, or ``self.x = ...`` when ``name``
+        is ``"self.x"``) at module level, or in the function ``within``; the last assignment wins."""
+        found: Any = _NOT_LITERAL
+        for node in ast.walk(ast.Module(body=self._scope(within), type_ignores=[])):
+            if isinstance(node, ast.Assign):
+                targets, value = node.targets, node.value
+            elif isinstance(node, ast.AnnAssign) and node.value is not None:
+                targets, value = [node.target], node.value
+            else:
+                continue
+            if any(ast.unparse(t) == name for t in targets):
+                found = _literal(value)
+                if found is _NOT_LITERAL:
+                    raise self._fail(f"{name!r} is not assigned a literal value")
+        if found is _NOT_LITERAL:
+            raise self._fail(f"no assignment to {name!r}" + (f" in {within}" if within else ""))
+        return found
+
+    def returned(self, function: str) -> Any:
+        """The literal the function's first ``return <literal>`` hands back."""
+        for node in ast.walk(self.function(function)):
+            if isinstance(node, ast.Return) and node.value is not None:
+                value = _literal(node.value)
+                if value is not _NOT_LITERAL:
+                    return value
+        raise self._fail(f"{function} returns no literal value")
+
+    def call_arguments(self, function: str, callee: str) -> list[Any]:
+        """The first argument of every call to ``callee`` (a name or the attribute name of ``x.callee``) inside
+        ``function``, in source order: its literal value, or ``None`` where the argument is computed. A dict
+        argument keeps its literal entries and maps computed values to ``None``."""
+        calls = [n for n in ast.walk(self.function(function)) if isinstance(n, ast.Call) and _callee(n) == callee and n.args]
+        calls.sort(key=lambda n: (n.lineno, n.col_offset))
+        out: list[Any] = []
+        for call in calls:
+            arg = call.args[0]
+            value = _literal(arg)
+            if value is _NOT_LITERAL and isinstance(arg, ast.Dict):
+                value = {_literal(k): (None if (v := _literal(d)) is _NOT_LITERAL else v) for k, d in zip(arg.keys, arg.values) if k is not None}
+            out.append(None if value is _NOT_LITERAL else value)
+        if not out:
+            raise self._fail(f"{function} makes no call to {callee!r}")
+        return out
+
+
+def _callee(call: ast.Call) -> str | None:
+    if isinstance(call.func, ast.Name):
+        return call.func.id
+    if isinstance(call.func, ast.Attribute):
+        return call.func.attr
+    return None
+
+
+def _literal(node: ast.AST) -> Any:
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return _NOT_LITERAL
+
+
+def _read(path: Path, data_dir: Path, env: str) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise TaskFileError(f"{env}: {path} not found (AgentBench's prompts are read from it); "
+                            f"run `agentbench data pull --dest {data_dir}`") from None
+    except OSError as exc:
+        raise TaskFileError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    except UnicodeDecodeError:
+        raise TaskFileError(f"{path}: not UTF-8 text") from None
+
+
+@lru_cache(maxsize=32)
+def _parse(path: Path, text: str) -> ast.Module:
+    try:
+        return ast.parse(text, filename=str(path))
+    except SyntaxError as exc:
+        raise TaskFileError(f"{path}: not Python source this reader can parse ({exc.msg} at line {exc.lineno})") from None
+
+
+def upstream_source(data_dir: Path, version: str, relative: str, *, env: str) -> UpstreamSource:
+    """The parsed upstream file ``relative`` (a path in the AgentBench repository) of ``version`` under
+    ``data_dir``; a missing file fails with one line naming it and ``agentbench data pull``."""
+    path = upstream_path(data_dir, version, relative)
+    return UpstreamSource(path=path, tree=_parse(path, _read(path, Path(data_dir), env)))
+
+
+def upstream_config(data_dir: Path, version: str, task_file: str, *, env: str) -> dict[str, Any]:
+    """An upstream task config, ``configs/tasks/<task_file>.yaml`` of ``version``, as parsed YAML."""
+    path = upstream_path(data_dir, version, f"configs/tasks/{task_file}.yaml")
+    try:
+        data = yaml.safe_load(_read(path, Path(data_dir), env))
+    except yaml.YAMLError as exc:
+        raise TaskFileError(f"{path}: not valid YAML ({str(exc).splitlines()[0]})") from None
+    if not isinstance(data, dict):
+        raise TaskFileError(f"{path}: not a task config (a YAML mapping of task names)")
+    return data
+
+
+__all__ = ["FC", "UPSTREAM_DIR", "V02", "UpstreamSource", "upstream_config", "upstream_path", "upstream_source"]
