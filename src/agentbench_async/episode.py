@@ -58,13 +58,17 @@ class _Transcript:
             self._live(self.rows[self._shown :])
             self._shown = len(self.rows)
 
-    def add(self, turn: int, message: Message) -> TurnRow:
+    def add(self, turn: int, message: Message, *, reply: bool = False, injected: bool = False) -> TurnRow:
+        """Append a message: the model's ``reply``, or the environment's, which is ``injected`` set-up text when
+        the environment says so or when it is in the assistant role (examples, acknowledgements)."""
+        role = message.get("role", "user")
         row = TurnRow(
             turn=turn,
             seq=len(self.rows),
-            role=message.get("role", "user"),
+            role=role,
             content=message.get("content"),
             tool_calls=json.dumps(message["tool_calls"]) if message.get("tool_calls") else None,
+            injected=not reply and (injected or role == "assistant"),
         )
         self.rows.append(row)
         return row
@@ -123,7 +127,7 @@ async def run_episode(env: Environment, spec: EpisodeSpec, agent: AgentFn, judge
             reply = await agent(shape(messages), tools, turn, calls, "agent")
             n_turns += 1
             reply_msg = reply.as_message()
-            row = transcript.add(turn, reply_msg)
+            row = transcript.add(turn, reply_msg, reply=True)
             row.reasoning = reply.reasoning  # stored; the environment parses reply.content only
             try:
                 step = await session.step(reply)
@@ -135,8 +139,8 @@ async def run_episode(env: Environment, spec: EpisodeSpec, agent: AgentFn, judge
                 messages = []
             else:
                 messages.append(reply_msg if step.history_reply is None else {**reply_msg, "content": step.history_reply})
-            for obs in step.observation:
-                transcript.add(turn, obs)
+            for index, obs in enumerate(step.observation):
+                transcript.add(turn, obs, injected=index in step.injected)
                 messages.append(obs)
             transcript.turn_done()
             outcome = step.outcome

@@ -32,6 +32,9 @@ class TurnRow:
     tool_calls: str | None = None  # JSON text
     created_at: float = field(default_factory=now)
     reasoning: str | None = None  # assistant rows: the thinking separated from the reply
+    # the environment's set-up text, not the model's reply (few-shot examples, acknowledgements, rules
+    # re-inserted): the engine sets it (store/schema.py, turns.injected)
+    injected: bool = False
 
 
 @dataclass(slots=True)

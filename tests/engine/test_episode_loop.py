@@ -75,3 +75,36 @@ async def test_environment_failure_is_env_error_and_session_closed():
     assert record.status == "env_error" and record.error == "sandbox died" and record.n_turns == 2
     assert record.outcome == Outcome(status="env_error", error="sandbox died")
     assert env.sessions[0].closed
+
+
+class _ExamplesSession(Session):
+    """Shows worked examples in the assistant role, at the start and again each round (as mind2web does), and
+    re-inserts its rules as a user message it marks (``Step.injected``)."""
+
+    async def begin(self):
+        return [{"role": "user", "content": "rules"}, {"role": "assistant", "content": "Ok."}, {"role": "user", "content": "q0"}]
+
+    async def step(self, reply: ModelReply) -> Step:
+        examples = [{"role": "user", "content": "rules again"}, {"role": "assistant", "content": "Thought: an example answer"},
+                    {"role": "user", "content": "next question"}]  # fmt: skip
+        return Step(observation=examples, restart=True, injected=frozenset({0}), action="a")
+
+
+class _ExamplesEnv(_Env):
+    async def open_session(self, task: Task, ctx: EpisodeContext) -> Session:
+        return _ExamplesSession()
+
+
+async def test_environment_text_is_marked_injected_and_the_model_reply_never_is():
+    env = _ExamplesEnv()
+
+    async def agent(messages, tools, turn, calls, caller):
+        return ModelReply(content=f"my answer {turn}")
+
+    record = await run_episode(env, EpisodeSpec(model="m", task=next(env.tasks("dev"))), agent)
+    marked = [(t.turn, t.role, t.content) for t in record.turns if t.injected]
+    own = [t.content for t in record.turns if t.role == "assistant" and not t.injected]
+    assert own == ["my answer 1", "my answer 2", "my answer 3"]
+    assert marked == [(0, "assistant", "Ok.")] + [
+        row for turn in (1, 2, 3) for row in ((turn, "user", "rules again"), (turn, "assistant", "Thought: an example answer"))
+    ]

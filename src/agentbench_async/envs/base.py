@@ -79,6 +79,9 @@ class Step:
     keeps what it really sent); AgentBench's kg, for instance, keeps only the part before "Observation:".
     ``restart``: the observation starts a fresh conversation: the next model call gets only those messages,
     not the earlier ones nor this reply (the transcript keeps everything); mind2web asks each round anew.
+    ``injected``: positions in ``observation`` of set-up text rather than the answer to this reply (rules
+    re-inserted, examples); stored with ``turns.injected`` so reports never take it for the model's words.
+    Assistant-role messages in ``observation`` (few-shot examples, acknowledgements) are marked without it.
     """
 
     observation: list[Message] = field(default_factory=list)
@@ -89,6 +92,7 @@ class Step:
     info: dict[str, Any] = field(default_factory=dict)
     history_reply: str | None = None
     restart: bool = False
+    injected: frozenset[int] = frozenset()
 
 
 JudgeFn = Callable[[list[Message]], Awaitable[ModelReply]]

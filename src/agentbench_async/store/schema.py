@@ -62,7 +62,13 @@ CREATE TABLE IF NOT EXISTS turns (
     error        VARCHAR,               -- assistant rows: why not
     tool_calls   JSON,                  -- assistant rows in tools mode
     created_at   TIMESTAMPTZ,
-    reasoning    VARCHAR                -- assistant rows: the model's thinking, separated from content
+    reasoning    VARCHAR,               -- assistant rows: the model's thinking, separated from content
+    injected     BOOLEAN                -- TRUE: the environment wrote this message, not as its answer to the model
+                                        -- but as set-up that can read like the model's words: few-shot examples
+                                        -- and acknowledgements in the assistant role, rules re-inserted (never the
+                                        -- model's reply); FALSE: the model's own reply, or the environment's prompt
+                                        -- or observation; NULL in files written before the column existed (the
+                                        -- views then take the first row of each turn >= 1 as the model's reply)
 );
 CREATE TABLE IF NOT EXISTS model_calls (
     run_id        VARCHAR NOT NULL,
@@ -126,6 +132,7 @@ ADDED_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("model_calls", "cache_read_tokens", "BIGINT"),
     ("model_calls", "cache_write_tokens", "BIGINT"),
     ("model_calls", "batch_id", "VARCHAR"),
+    ("turns", "injected", "BOOLEAN"),
 )
 
 
