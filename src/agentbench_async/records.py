@@ -57,6 +57,7 @@ class CallRow:
     cache_read_tokens: int | None = None  # input tokens read from the provider's prompt cache (part of input_tokens)
     cache_write_tokens: int | None = None  # input tokens written to it (Anthropic cache_creation_input_tokens)
     batch_id: str | None = None  # the provider's batch that carried this request (--batch), else None
+    note: str | None = None  # what the client repaired or dropped in the reply (a count out of range, invalid text)
 
 
 @dataclass(slots=True)

@@ -37,8 +37,9 @@ class ToolCall:
 
 @dataclass
 class Usage:
-    input_tokens: int = 0
-    output_tokens: int = 0
+    # None: the server sent a value that is not a count (the client dropped it and noted it on the call)
+    input_tokens: int | None = 0
+    output_tokens: int | None = 0
     reasoning_tokens: int | None = None  # part of output_tokens spent thinking, when the server reports it
     # prompt caching, as the server reports it (both are part of input_tokens): tokens read from the cache
     # (OpenAI prompt_tokens_details.cached_tokens, Anthropic cache_read_input_tokens) and written to it

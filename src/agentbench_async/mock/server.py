@@ -3,7 +3,8 @@ and Anthropic Messages (``/v1/messages``) on loopback, with both providers' batc
 
 It answers with the environments' policies (``oracle``, ``weak``, ``judge``...) and can misbehave on
 purpose: latency, 429 with Retry-After, 5xx, timeouts, connection resets, malformed or truncated JSON,
-context-length errors, and an enforced requests-per-window limit (answering 429 beyond it).
+replies with a bad shape or bad values (``bad_replies.py``), context-length errors, and an enforced
+requests-per-window limit (answering 429 beyond it).
 
 Which policy answers: the request's model name when it is ``mock-<policy>`` or ``<policy>``, else the
 server's default policy; judge calls (``X-AgentBench-Caller: judge``) use the environment's ``judge``.
@@ -29,12 +30,13 @@ from ..envs.base import Environment, Task
 from ..errors import AgentBenchError
 from ..types import Message
 from .policy import CALLER_HEADER, EPISODE_HEADER, TASK_HEADER, PolicyReply, env_policies, run_policy
+from .bad_replies import BAD_REPLIES, bad_reply
 from .batches import MockBatches
 from .caching import CacheUsage, PromptCache
 from .providers import (FATAL_FAULTS, THINKING_TEXT, anthropic_thinking_error, openai_parameter_error, overflow_body,
                         overflow_response, signature)  # fmt: skip
 
-FAULT_KINDS = ("429", "500", "502", "503", "529", "timeout", "reset", "malformed", "truncated", "context", *FATAL_FAULTS)
+FAULT_KINDS = ("429", "500", "502", "503", "529", "timeout", "reset", "malformed", "truncated", "context", *FATAL_FAULTS, *BAD_REPLIES)
 
 
 @dataclass
@@ -213,8 +215,11 @@ class MockModelServer:
             await asyncio.sleep(delay / 1000)
         if fault:
             self.stats[f"fault_{fault}"] += 1
-            return await self._fault(request, fault, anthropic)
+            if fault not in BAD_REPLIES:
+                return await self._fault(request, fault, anthropic)
         status, out = self.answer(body, request.headers, anthropic)
+        if fault and status == 200:  # the real answer, with a bad shape or value
+            return web.Response(body=bad_reply(fault, out, anthropic), content_type="application/json")
         return web.json_response(out, status=status)
 
     def answer(self, body: dict[str, Any], headers: Mapping[str, str], anthropic: bool) -> tuple[int, dict[str, Any]]:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..errors import RetryableModelError
 from ..types import Message, ModelReply, ToolCall, Usage
 from .base import ModelClient
+from .replies import ReplyReader, add_counts
 
 ANTHROPIC_VERSION = "2023-06-01"
 MAX_CACHE_BREAKPOINTS = 4  # Anthropic accepts at most four cache_control blocks per request
@@ -117,34 +117,42 @@ class AnthropicClient(ModelClient):
             headers["x-api-key"] = self._api_key
         return f"{self.base_url}/messages", headers, body
 
-    def _parse(self, body: dict[str, Any]) -> ModelReply:
-        if body.get("type") != "message" or "content" not in body:
-            raise RetryableModelError("reply is not a message")
+    def _parse(self, body: Any, read: ReplyReader) -> ModelReply:
+        body = read.mapping(body, "the body")
+        if body.get("type") != "message":
+            raise read.malformed(f"type is {body.get('type')!r}, expected 'message'")
         text: list[str] = []
         calls: list[ToolCall] = []
         thinking: list[dict[str, Any]] = []
-        for block in body["content"]:
+        for i, raw in enumerate(read.items(body.get("content"), "content", required=True)):
+            block = read.mapping(raw, f"content[{i}]")
             kind = block.get("type")
             if kind == "text":
-                text.append(block.get("text", ""))
+                text.append(read.text(block.get("text"), f"content[{i}].text"))
             elif kind == "tool_use":
-                calls.append(ToolCall(id=block["id"], name=block["name"], arguments=json.dumps(block.get("input", {}))))
-            elif kind in ("thinking", "redacted_thinking"):
+                calls.append(ToolCall(id=read.name(block.get("id"), f"content[{i}].id"), name=read.name(block.get("name"), f"content[{i}].name"),
+                                      arguments=json.dumps(read.optional_mapping(block.get("input"), f"content[{i}].input"))))  # fmt: skip
+            elif kind == "thinking":
+                thinking.append({**block, "thinking": read.text(block.get("thinking"), f"content[{i}].thinking")})
+            elif kind == "redacted_thinking":
                 thinking.append(block)
-        usage = body.get("usage") or {}
+        usage = read.optional_mapping(body.get("usage"), "usage")
         reasoning = None
         if thinking:
-            reasoning = "\n\n".join(b.get("thinking", "") if b["type"] == "thinking" else "[redacted thinking]" for b in thinking)
+            reasoning = "\n\n".join(b["thinking"] if b["type"] == "thinking" else "[redacted thinking]" for b in thinking)
         # Anthropic's usage counts thinking inside output_tokens and reports no separate number. Its input_tokens
         # are only the tokens after the last cache breakpoint: the prompt is input + cache read + cache write.
-        read, written = usage.get("cache_read_input_tokens"), usage.get("cache_creation_input_tokens")
-        prompt = int(usage.get("input_tokens") or 0) + int(read or 0) + int(written or 0)
+        # (a cache count the server left out is 0 in the sum and null in the row; one dropped as invalid voids the sum)
+        read_tokens = read.count(usage.get("cache_read_input_tokens"), "usage.cache_read_input_tokens", missing=None)
+        written = read.count(usage.get("cache_creation_input_tokens"), "usage.cache_creation_input_tokens", missing=None)
+        prompt = add_counts(read.count(usage.get("input_tokens"), "usage.input_tokens"),
+                            0 if usage.get("cache_read_input_tokens") is None else read_tokens,
+                            0 if usage.get("cache_creation_input_tokens") is None else written)  # fmt: skip
         return ModelReply(
             content="".join(text),
             tool_calls=calls,
-            finish_reason=body.get("stop_reason"),
-            usage=Usage(prompt, int(usage.get("output_tokens") or 0), None,
-                        None if read is None else int(read), None if written is None else int(written)),
+            finish_reason=read.word(body.get("stop_reason"), "stop_reason"),
+            usage=Usage(prompt, read.count(usage.get("output_tokens"), "usage.output_tokens"), None, read_tokens, written),
             reasoning=reasoning,
             thinking_blocks=thinking or None,
         )

@@ -26,6 +26,7 @@ from ..limits import ModelLimits
 from ..records import CallRow, now
 from ..types import Message, ModelReply
 from .network import Route, redact_url, request_kwargs, route
+from .replies import MalformedReply, ReplyReader
 from .server_errors import fatal_cause, overflow_server
 from .wire import dumps_body, loads_body
 
@@ -201,8 +202,9 @@ class ModelClient(abc.ABC):
         """Return (url, headers, json body)."""
 
     @abc.abstractmethod
-    def _parse(self, body: dict[str, Any]) -> ModelReply:
-        """Read a 200 reply; raise ``RetryableModelError`` if it is malformed."""
+    def _parse(self, body: Any, read: ReplyReader) -> ModelReply:
+        """Read a 200 reply body (any JSON value) with ``read``'s typed readers; raise ``MalformedReply``
+        (``read.malformed``) if it cannot be read."""
 
     # -- shared -------------------------------------------------------------------------------
     async def complete(
@@ -309,7 +311,7 @@ class ModelClient(abc.ABC):
                 if status != 200:
                     self._refusal(status, raw, retry_after, row)
                 reply = self._read_reply(raw, status, row)
-                slot.report_usage(reply.usage.input_tokens + reply.usage.output_tokens)
+                slot.report_usage((reply.usage.input_tokens or 0) + (reply.usage.output_tokens or 0))
                 return self._accept(reply, row)
         except asyncio.CancelledError:
             # Ctrl-C: this attempt was abandoned, not unanswered by the server
@@ -318,15 +320,24 @@ class ModelClient(abc.ABC):
             raise
 
     def _read_reply(self, raw: bytes, status: int, row: CallRow) -> ModelReply:
-        """A 200 reply body parsed; a malformed one is retryable (the error is stored on the row)."""
+        """A 200 reply body read into typed values (``replies.py``); a malformed one is retryable (the error
+        is stored on the row), values repaired or dropped on the way are noted on the row."""
+        read = ReplyReader()
         try:
-            reply = self._parse(loads_body(raw))
-        except (ValueError, KeyError, TypeError, IndexError) as exc:
-            row.error = f"malformed reply body: {exc}"[:300]
-            raise RetryableModelError(row.error, http_status=status) from None
+            body = loads_body(raw)
+        except (ValueError, RecursionError) as exc:  # not JSON (an HTML error page, a cut body), or nested past any use
+            row.error = self._redact(f"malformed reply body: {exc}"[:300])
+            raise MalformedReply(row.error, http_status=status) from None
+        try:
+            reply = self._parse(body, read)
         except RetryableModelError as exc:
-            row.error = str(exc)[:300]
-            raise
+            row.error = self._redact(str(exc)[:300])
+            raise MalformedReply(row.error, http_status=status) from None
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError, OverflowError) as exc:
+            # a shape the typed readers did not foresee: still the reply's fault, never the environment's
+            row.error = self._redact(f"malformed reply: {type(exc).__name__}: {exc}"[:300])
+            raise MalformedReply(row.error, http_status=status) from None
+        row.note = read.note()
         usage = reply.usage
         row.input_tokens = usage.input_tokens
         row.output_tokens = usage.output_tokens
@@ -337,8 +348,8 @@ class ModelClient(abc.ABC):
 
     def _accept(self, reply: ModelReply, row: CallRow) -> ModelReply:
         """Count a parsed reply; an empty reply cut at the context window is raised as an overflow."""
-        self.stats["input_tokens"] += reply.usage.input_tokens
-        self.stats["output_tokens"] += reply.usage.output_tokens
+        self.stats["input_tokens"] += reply.usage.input_tokens or 0
+        self.stats["output_tokens"] += reply.usage.output_tokens or 0
         if reply.finish_reason in _LENGTH_REASONS and not reply.content and not reply.tool_calls:
             self._budget_or_window(reply, row)
         elif reply.finish_reason == "model_context_window_exceeded":
@@ -373,13 +384,14 @@ class ModelClient(abc.ABC):
         """An empty reply cut by the length limit: the output budget ran out (returned to the environment
         as an empty reply), unless the prompt itself filled the context window (raised as an overflow)."""
         usage, max_tokens, window = reply.usage, self.config.max_tokens, self.config.context_window
-        spent = f"{usage.output_tokens} output tokens" + (f" ({usage.reasoning_tokens} reasoning)" if usage.reasoning_tokens else "")
+        prompt, output = usage.input_tokens or 0, usage.output_tokens or 0  # a count dropped as invalid: unknown, 0
+        spent = f"{output} output tokens" + (f" ({usage.reasoning_tokens} reasoning)" if usage.reasoning_tokens else "")
         reason = f"finish reason {reply.finish_reason!r} with an empty reply"
-        if usage.output_tokens and usage.output_tokens >= max_tokens:
+        if output and output >= max_tokens:
             kind, basis = "output_budget", f"{reason}; {spent} of max_tokens {max_tokens}"
-        elif window and usage.input_tokens + usage.output_tokens >= window:
-            kind, basis = "context_window", f"{reason}; prompt {usage.input_tokens} + {spent} reach context_window {window}"
-        elif usage.output_tokens or usage.input_tokens:
+        elif window and prompt + output >= window:
+            kind, basis = "context_window", f"{reason}; prompt {prompt} + {spent} reach context_window {window}"
+        elif output or prompt:
             kind, basis = "context_window", f"{reason} after {spent}, below max_tokens {max_tokens}: the server's context is full"
         else:
             kind, basis = "output_budget", f"{reason}; the server reported no usage"

@@ -7,12 +7,12 @@ from typing import Any
 
 import aiohttp
 
-from ..errors import RetryableModelError
 from ..limits import ModelLimits
 from ..types import Message, ModelReply, ToolCall, Usage
 from .base import ModelClient, ModelConfig
 from .network import Route
 from .reasoning import message_reasoning, split_think
+from .replies import ReplyReader
 
 
 class OpenAIClient(ModelClient):
@@ -39,21 +39,21 @@ class OpenAIClient(ModelClient):
             headers["Authorization"] = f"Bearer {self._api_key}"
         return f"{self.base_url}/chat/completions", headers, body
 
-    def _parse(self, body: dict[str, Any]) -> ModelReply:
-        choices = body.get("choices")
+    def _parse(self, body: Any, read: ReplyReader) -> ModelReply:
+        body = read.mapping(body, "the body")
+        choices = read.items(body.get("choices"), "choices")
         if not choices:
-            raise RetryableModelError("reply has no choices")
-        choice = choices[0]
-        message = choice["message"]
-        tool_calls = [
-            ToolCall(id=tc.get("id") or f"call_{i}", name=tc["function"]["name"], arguments=tc["function"].get("arguments") or "{}")
-            for i, tc in enumerate(message.get("tool_calls") or [])
-        ]
-        usage = body.get("usage") or {}
+            raise read.malformed("no choices")
+        choice = read.mapping(choices[0], "choices[0]")
+        message = read.mapping(choice.get("message"), "choices[0].message")
+        tool_calls = [self._tool_call(read, tc, i) for i, tc in enumerate(read.items(message.get("tool_calls"), "message.tool_calls"))]
+        usage = read.optional_mapping(body.get("usage"), "usage")
         details = usage.get("completion_tokens_details")
         prompt_details = usage.get("prompt_tokens_details")  # cached_tokens: the part of prompt_tokens read from the cache
-        content = message.get("content") or ""
+        content = _content(read, message.get("content"))
         reasoning = message_reasoning(message)
+        if reasoning is not None:
+            reasoning = read.clean(reasoning, "message.reasoning")
         if self._split and content:
             thought, content = split_think(content)
             if thought is not None:
@@ -61,12 +61,40 @@ class OpenAIClient(ModelClient):
         return ModelReply(
             content=content,
             tool_calls=tool_calls,
-            finish_reason=choice.get("finish_reason"),
+            finish_reason=read.word(choice.get("finish_reason"), "choices[0].finish_reason"),
             usage=Usage(
-                int(usage.get("prompt_tokens") or 0),
-                int(usage.get("completion_tokens") or 0),
-                details.get("reasoning_tokens") if isinstance(details, dict) else None,
-                prompt_details.get("cached_tokens") if isinstance(prompt_details, dict) else None,
+                read.count(usage.get("prompt_tokens"), "usage.prompt_tokens"),
+                read.count(usage.get("completion_tokens"), "usage.completion_tokens"),
+                read.count(details.get("reasoning_tokens"), "usage.completion_tokens_details.reasoning_tokens", missing=None)
+                if isinstance(details, dict) else None,
+                read.count(prompt_details.get("cached_tokens"), "usage.prompt_tokens_details.cached_tokens", missing=None)
+                if isinstance(prompt_details, dict) else None,
             ),
             reasoning=reasoning,
         )
+
+    @staticmethod
+    def _tool_call(read: ReplyReader, raw: Any, i: int) -> ToolCall:
+        where = f"message.tool_calls[{i}]"
+        call = read.mapping(raw, where)
+        function = read.mapping(call.get("function"), f"{where}.function")
+        call_id = call.get("id")
+        return ToolCall(
+            id=read.name(call_id, f"{where}.id") if call_id not in (None, "") else f"call_{i}",
+            name=read.name(function.get("name"), f"{where}.function.name"),
+            arguments=read.text(function.get("arguments"), f"{where}.function.arguments") or "{}",
+        )
+
+
+def _content(read: ReplyReader, value: Any) -> str:
+    """The message's text: a string, null, or a list of text parts (``{"type": "text", "text": ...}``, the
+    content-part shape some gateways answer with) joined; anything else is malformed."""
+    if not isinstance(value, list):
+        return read.text(value, "message.content")
+    parts = []
+    for i, part in enumerate(value):
+        part = read.mapping(part, f"message.content[{i}]")
+        if part.get("type") != "text":
+            raise read.malformed(f"message.content[{i}] is a {part.get('type')!r} part, expected text")
+        parts.append(read.text(part.get("text"), f"message.content[{i}].text"))
+    return "".join(parts)

@@ -91,8 +91,10 @@ CREATE TABLE IF NOT EXISTS model_calls (
     limit_basis   VARCHAR,              -- how that was decided (server error shape, finish reason, usage)
     cache_read_tokens  BIGINT,          -- input tokens read from the provider's prompt cache (part of input_tokens)
     cache_write_tokens BIGINT,          -- input tokens written to the cache (Anthropic; part of input_tokens)
-    batch_id      VARCHAR               -- the provider batch (OpenAI Batch API / Anthropic Message Batches) that
+    batch_id      VARCHAR,              -- the provider batch (OpenAI Batch API / Anthropic Message Batches) that
                                         -- carried the request; NULL for a direct call
+    note          VARCHAR               -- what the client repaired or dropped in a reply it accepted: a usage count
+                                        -- that is not a count (stored as NULL), lone surrogates replaced
 );
 -- Batch mode (--batch): every batch is recorded before it is created, so a resumed run collects the batches
 -- it already paid for instead of submitting their requests again.
