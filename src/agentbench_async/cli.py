@@ -246,7 +246,7 @@ def _execute(cfg: RunConfig, *, progress: bool | None, command: str, skip_unavai
         f"run {summary.run_id}: {summary.episodes} episodes finished ({statuses}); {summary.skipped} already done; "
         f"{summary.calls} model calls, {summary.retries} retries, {summary.seconds:.1f}s -> {summary.out}"
     )
-    for line in summary.model_error_lines():
+    for line in [*summary.model_error_lines(), *summary.retry_after_lines()]:
         _err.print(line, markup=False, highlight=False)
     if summary.interrupted:
         _err.print("interrupted: run the same command again to resume")

@@ -125,6 +125,9 @@ def _check_model(cfg: ModelConfig, where: str) -> None:
             raise ConfigError(f"{where}.{name}: expected a positive integer or nothing, got {value!r}")
     if not isinstance(cfg.timeout, (int, float)) or cfg.timeout <= 0:
         raise ConfigError(f"{where}.timeout: expected seconds > 0, got {cfg.timeout!r}")
+    value = cfg.retry_after_max_s
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 <= value < float("inf"):
+        raise ConfigError(f"{where}.retry_after_max_s: expected seconds >= 0 (the longest pause a Retry-After gets), got {value!r}")
     if cfg.base_url is not None and not str(cfg.base_url).startswith(("http://", "https://")):
         raise ConfigError(f"{where}.base_url: {cfg.base_url!r} is not an http(s) URL")
     cfg.check(where)  # reasoning fields, Anthropic thinking constraints, proxy/CA fields

@@ -104,6 +104,7 @@ async def run_episode(env: Environment, spec: EpisodeSpec, agent: AgentFn, judge
         seed=spec.seed,
         judge=judge_fn if judge is not None else None,
         options=spec.options,
+        model_seconds=lambda: sum(c.latency_ms for c in calls if c.caller == "agent" and c.batch_id is None) / 1000,
     )
     outcome: Outcome | None = None
     session = None

@@ -55,6 +55,8 @@ class RunSummary:
     write_seconds: float = 0.0
     model_statuses: dict[str, Counter[str]] = field(default_factory=dict)  # model -> status counts (this invocation)
     model_errors: dict[str, Counter[str]] = field(default_factory=dict)  # model -> model_error messages
+    # model -> (calls whose Retry-After exceeded retry_after_max_s, the longest asked, the cap)
+    retry_after_over_cap: dict[str, tuple[int, float, float]] = field(default_factory=dict)
 
     def model_error_lines(self) -> list[str]:
         """One line per model with model_error episodes, naming its most common error."""
@@ -63,6 +65,11 @@ class RunSummary:
             (error, n), total = errors.most_common(1)[0], sum(errors.values())
             lines.append(f"{model}: {total} model_error episodes; most common ({n}x): {error}")
         return lines
+
+    def retry_after_lines(self) -> list[str]:
+        """One line per model whose server asked for longer pauses than its cap."""
+        return [f"{model}: the server asked {n}x to wait longer than retry_after_max_s (up to {asked:g} s); "
+                f"each of those pauses was {cap:g} s" for model, (n, asked, cap) in sorted(self.retry_after_over_cap.items())]  # fmt: skip
 
     def infra_failed_models(self) -> list[str]:
         """Models whose every episode of this invocation failed for infrastructure reasons (model or env)."""
@@ -114,6 +121,7 @@ class Evaluation:
         self._tasks: set[asyncio.Task[None]] = set()
         self._disabled_models: set[str] = set()
         self._ledger: BatchLedger | None = None
+        self._retry_after_caps = {m.name: m.retry_after_max_s for m in [*config.models, config.judge] if m is not None}
 
     def stop(self) -> None:
         """Stop admitting episodes and cancel those in flight (SIGINT)."""
@@ -329,6 +337,12 @@ class Evaluation:
         summary.model_statuses.setdefault(record.model, Counter())[record.status] += 1
         if record.status == "model_error":
             summary.model_errors.setdefault(record.model, Counter())[(record.error or "no message")[:240]] += 1
+        for call in record.calls:
+            if call.retry_after_s is not None and call.model in self._retry_after_caps:
+                cap = self._retry_after_caps[call.model]
+                if call.retry_after_s > cap:
+                    n, asked, _ = summary.retry_after_over_cap.get(call.model, (0, 0.0, cap))
+                    summary.retry_after_over_cap[call.model] = (n + 1, max(asked, call.retry_after_s), cap)
         self.progress.finished(record.model, record.env, record.status)
         if record.details.get("fatal") and record.model not in self._disabled_models:
             self._disabled_models.add(record.model)

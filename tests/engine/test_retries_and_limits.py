@@ -70,6 +70,23 @@ async def test_retry_after_is_honoured_and_pauses_the_whole_model(tmp_path):
     assert query(out, "SELECT count(*) FROM episodes WHERE status = 'completed'") == [(6,)]
 
 
+@pytest.mark.parametrize("asked", [86400.0, float("inf")])
+async def test_retry_after_beyond_the_cap_pauses_the_cap_and_the_summary_says_so(tmp_path, asked):
+    server = await start_mock(fault_script=["429"], retry_after_s=asked)
+    out = tmp_path / "cap.duckdb"
+    try:
+        cfg = echo_config(out, server.base_url, models=[{"name": "mock-oracle", "max_in_flight": 1, "retry_after_max_s": 0.3}], limit=2)
+        summary = await asyncio.wait_for(run(cfg), 30)
+    finally:
+        await server.stop()
+    rows = query(out, "SELECT epoch(started_at), http_status, retry_after_s FROM model_calls ORDER BY started_at")
+    assert rows[0][1:] == (429, asked), "the call keeps what the server asked"
+    assert min(t for t, _, _ in rows[1:]) - rows[0][0] >= 0.29, "the cap is still a pause"
+    assert summary.statuses == {"completed": 2}
+    assert summary.retry_after_lines() == [f"mock-oracle: the server asked 1x to wait longer than retry_after_max_s (up to {asked:g} s); "
+                                           "each of those pauses was 0.3 s"]  # fmt: skip
+
+
 async def test_rpm_limit_is_never_exceeded_and_well_used(tmp_path):
     # The server enforces 20 requests per 1-second window and answers 429 beyond; the client has the
     # same limit and must never trigger it.

@@ -109,6 +109,11 @@ class EpisodeContext:
     # table (rows marked caller='judge'). None when the run has no judge configured.
     judge: JudgeFn | None = None
     options: dict[str, Any] = field(default_factory=dict)  # environment options from the run config
+    # Seconds the model has spent answering this episode so far: the HTTP time of every attempt of the agent's
+    # calls, failed attempts included; not the waits for a concurrency slot, the rate limiter or a retry's
+    # back-off, and not calls carried by a provider batch (their time is the batch's turnaround). None: unknown.
+    # card_game's upstream time limits (300 s a decision, 600 s a game) are measured with it.
+    model_seconds: Callable[[], float] | None = None
 
 
 class Session(abc.ABC):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import abc
 import asyncio
 import json
+import math
 import os
 import random
 import re
@@ -63,6 +64,7 @@ class ModelConfig:
     rate_window_s: float = 60.0  # the window of rpm/tpm (60 = per minute)
     retry_backoff_s: float = 0.5  # exponential backoff with full jitter: random in [0, backoff * 2^n]
     retry_backoff_max_s: float = 30.0
+    retry_after_max_s: float = 120.0  # the longest pause a server's Retry-After gets (it may ask for a day)
     # OpenAI-compatible: the request field carrying max_tokens; None = max_completion_tokens for OpenAI's
     # own API (api.openai.com, *.openai.azure.com), max_tokens for every other server
     max_tokens_param: str | None = None
@@ -134,6 +136,10 @@ class ModelConfig:
         if top_p is not None and not (isinstance(top_p, (int, float)) and 0.95 <= top_p <= 1):
             raise ConfigError(f"{where}.extra_body.top_p: with extended thinking Anthropic accepts only 0.95 to 1, got {top_p!r}")
 
+    def pause_for(self, retry_after: float | None) -> float | None:
+        """The pause a server's ``Retry-After`` gets: what it asked, at most ``retry_after_max_s``."""
+        return None if retry_after is None else min(retry_after, self.retry_after_max_s)
+
     def api_key(self) -> str | None:
         """The key from the environment; never stored, logged or put into an exception message."""
         if not self.api_key_env:
@@ -173,7 +179,8 @@ def estimate_tokens(messages: list[Message], tools: list[dict[str, Any]] | None 
 
 
 def backoff_seconds(config: ModelConfig, attempt: int, exc: BaseException | None) -> float:
-    """Wait before attempt ``attempt + 1``: exponential backoff with full jitter, at least ``Retry-After``."""
+    """Wait before attempt ``attempt + 1``: exponential backoff with full jitter, at least ``Retry-After``
+    (already capped at ``retry_after_max_s`` where the error was raised)."""
     exponential = random.uniform(0, min(config.retry_backoff_max_s, config.retry_backoff_s * 2 ** (attempt - 1)))
     if isinstance(exc, RetryableModelError) and exc.retry_after is not None:
         return max(exc.retry_after, exponential)
@@ -299,7 +306,7 @@ class ModelClient(abc.ABC):
                     async with self.session.post(url, data=payload, headers=headers, timeout=self._timeout, **self._via) as resp:
                         row.http_status = resp.status
                         raw = await resp.read()
-                        retry_after = _retry_after(resp.headers.get("Retry-After"))
+                        retry_after = retry_after_seconds(resp.headers.get("Retry-After"))
                 except (aiohttp.ClientError, asyncio.TimeoutError, ConnectionError) as exc:
                     row.latency_ms = (time.perf_counter() - start) * 1000
                     kind = "timeout" if isinstance(exc, asyncio.TimeoutError) else type(exc).__name__
@@ -367,10 +374,11 @@ class ModelClient(abc.ABC):
             self.stats["errors"] += 1
             self._failed = ModelError(_fatal_message(self.config, status, fatal, message), http_status=status, fatal=True)
             raise self._failed
+        pause = self.config.pause_for(retry_after)  # the row keeps what the server asked (retry_after_s)
         if status == 429:
-            self.limits.pause(retry_after if retry_after is not None else 1.0)
+            self.limits.pause(pause if pause is not None else 1.0)
         if status in RETRY_STATUSES:
-            raise RetryableModelError(row.error, http_status=status, retry_after=retry_after)
+            raise RetryableModelError(row.error, http_status=status, retry_after=pause)
         server = overflow_server(status, body)
         if server is not None:
             row.limit_kind, row.limit_basis = "context_window", f"{server} overflow reply (HTTP {status})"
@@ -422,13 +430,16 @@ class _Refused(RetryableModelError):
 _KEY_ECHO = re.compile(r"\b(?:sk|sk-ant|sk-or|key)-[A-Za-z0-9_*.\-]{6,}")
 
 
-def _retry_after(value: str | None) -> float | None:
+def retry_after_seconds(value: str | None) -> float | None:
+    """A ``Retry-After`` header in seconds (``inf`` stays infinite: the caller caps it); None when absent,
+    unreadable or NaN. The HTTP-date form is not read: exponential backoff decides then."""
     if not value:
         return None
     try:
-        return max(0.0, float(value))
+        seconds = float(value)
     except ValueError:
-        return None  # HTTP-date form: fall back to exponential backoff
+        return None
+    return None if math.isnan(seconds) else max(0.0, seconds)
 
 
 def _json_or_text(raw: bytes) -> Any:

@@ -26,7 +26,7 @@ import aiohttp
 
 from ..errors import ModelError
 from .anthropic import ANTHROPIC_VERSION
-from .base import RETRY_STATUSES, ModelClient, backoff_seconds
+from .base import RETRY_STATUSES, ModelClient, backoff_seconds, retry_after_seconds
 
 HEADERS_FIELD = "agentbench_headers"  # the mock model's task headers, sent inside a line (task_header only)
 # Anthropic's error types (ErrorResponse.error.type) and the HTTP status each stands for
@@ -115,7 +115,7 @@ class BatchAPI(abc.ABC):
             try:
                 async with self.client.session.request(method, url, headers=headers, timeout=self._timeout, **self.client._via, **kwargs) as resp:
                     raw = await resp.read()
-                    status, retry_after = resp.status, resp.headers.get("retry-after")
+                    status, asked = resp.status, retry_after_seconds(resp.headers.get("retry-after"))
             except (aiohttp.ClientError, asyncio.TimeoutError, ConnectionError) as exc:
                 error = f"{type(exc).__name__}: {exc}"
                 if attempt > self.config.max_retries:
@@ -126,9 +126,9 @@ class BatchAPI(abc.ABC):
                 return raw
             text = self.client._redact(raw.decode("utf-8", "replace"))[:300]
             if status == 429 and what == "creating a batch":
-                raise QueueFull(f"{self.config.name}: the provider's batch queue is full (HTTP 429): {text}", _seconds(retry_after))
+                raise QueueFull(f"{self.config.name}: the provider's batch queue is full (HTTP 429): {text}", self.config.pause_for(asked))
             if status in RETRY_STATUSES and attempt <= self.config.max_retries:
-                await asyncio.sleep(max(_seconds(retry_after) or 0.0, backoff_seconds(self.config, attempt, None)))
+                await asyncio.sleep(max(self.config.pause_for(asked) or 0.0, backoff_seconds(self.config, attempt, None)))
                 continue
             raise ModelError(f"{self.config.name} ({self.base_url}): {what}: HTTP {status}: {text}", http_status=status)
 
@@ -141,13 +141,6 @@ class BatchAPI(abc.ABC):
         if not isinstance(data, dict):
             raise ModelError(f"{self.config.name}: {what}: expected a JSON object, got {type(data).__name__}")
         return data
-
-
-def _seconds(value: str | None) -> float | None:
-    try:
-        return max(0.0, float(value)) if value else None
-    except ValueError:
-        return None
 
 
 def _jsonl(raw: bytes) -> list[dict[str, Any]]:
