@@ -28,9 +28,14 @@ class Deviation:
     value: str  # the run's value
     agentbench: str  # AgentBench v0.2's behaviour
     note: str = "not comparable to the paper"
+    envs: tuple[str, ...] = ()  # the environments whose scores it concerns; empty: every environment of the run
 
     def line(self) -> str:
         return f"{self.setting}: {self.value} — {self.note} (AgentBench v0.2: {self.agentbench})"
+
+    def concerns(self, env: str) -> bool:
+        """Whether this difference bears on ``env``'s scores."""
+        return not self.envs or env in self.envs
 
 
 def _env_result_options(env: str) -> dict[str, Any]:
@@ -40,6 +45,17 @@ def _env_result_options(env: str) -> dict[str, Any]:
         return dict(env_class(env).result_options)
     except AgentBenchError:
         return {}  # an environment this installation lacks: its options cannot be judged here
+
+
+def _env_deviations(env: str, config: dict[str, Any]) -> list[Deviation]:
+    from .envs import env_class
+
+    options = (config.get("env_options") or {}).get(env) or {}
+    try:
+        cls = env_class(env)
+    except AgentBenchError:
+        return []
+    return cls.deviations(config.get("data_dir"), options, str(config.get("action_mode") or "text"))
 
 
 def _official_tasks(env: str, config: dict[str, Any]) -> bool:
@@ -65,7 +81,7 @@ def deviations(config: dict[str, Any]) -> list[Deviation]:
     own = [env for env in envs if not _official_tasks(env, config)]
     if "data_dir" in config and own:
         value = "built-in task suites" + ("" if len(own) == len(envs) else f" ({', '.join(own)})")
-        out.append(Deviation("data", value, "the official tasks (--data-dir)", "not the paper's tasks"))
+        out.append(Deviation("data", value, "the official tasks (--data-dir)", "not the paper's tasks", envs=() if len(own) == len(envs) else tuple(own)))
     if config.get("split") == "dev":
         out.append(Deviation("split", "dev", "the paper reports the test (std) split", "not the paper's tasks"))
     env_options = config.get("env_options") or {}
@@ -73,14 +89,15 @@ def deviations(config: dict[str, Any]) -> list[Deviation]:
         options = env_options.get(env) or {}
         for key, upstream in _env_result_options(env).items():
             if key in options and (upstream is None or str(options[key]) != str(upstream)):
-                out.append(Deviation(f"{env}.{key}", str(options[key]), "no such option" if upstream is None else str(upstream)))
+                out.append(Deviation(f"{env}.{key}", str(options[key]), "no such option" if upstream is None else str(upstream), envs=(env,)))
+        out += _env_deviations(env, config)
     judge = config.get("judge")
     if "ltp" in envs and isinstance(judge, dict):
         judge_id = judge.get("model") or judge.get("name")
         temperature = judge.get("temperature", 0)
         if judge_id != AGENTBENCH_LTP_JUDGE or temperature not in (0, 0.0):
             out.append(Deviation("judge", f"{judge_id} (temperature {temperature})", f"{AGENTBENCH_LTP_JUDGE} (temperature 0)",
-                                 "ltp scores depend on the judge"))
+                                 "ltp scores depend on the judge", envs=("ltp",)))
     for i, model in enumerate(config.get("models") or []):
         if isinstance(model, dict) and model.get("context_window"):
             out.append(Deviation(f"models[{i}].context_window", f"{model['context_window']} ({model.get('name')})",
@@ -93,11 +110,11 @@ def recorded_deviations(config: dict[str, Any]) -> list[Deviation]:
     """The list a run stored with its config, or (older files) the one computed from that config."""
     stored = config.get(DEVIATIONS_KEY)
     if isinstance(stored, list):
-        return [Deviation(**d) for d in stored if isinstance(d, dict)]
+        return [Deviation(**{**d, "envs": tuple(d.get("envs") or ())}) for d in stored if isinstance(d, dict)]
     return deviations(config)
 
 
-def deviations_json(config: dict[str, Any]) -> list[dict[str, str]]:
+def deviations_json(config: dict[str, Any]) -> list[dict[str, Any]]:
     """What a run stores under ``runs.config.agentbench_deviations``."""
     return [asdict(d) for d in deviations(config)]
 
@@ -125,6 +142,7 @@ def result_settings(config: dict[str, Any], envs: list[str] | None = None) -> di
             value = options.get(key, upstream)
             if value is not None:
                 settings[f"{env}.{key}"] = str(value)
+        settings.update({d.setting: d.value for d in _env_deviations(env, config)})
     return settings
 
 

@@ -50,20 +50,33 @@ def test_report_prints_the_settings_that_differ_above_the_scores(write_run: Writ
     assert line in text
     assert "data: built-in task suites — not the paper's tasks" in text
     assert text.index(line) < text.index("Scores") < text.index("Overall AgentBench score")
+    assert "differs: history, data" in text[text.index("Scores"):]  # beside the score, named as in the list
     con = _console()
     commands.report([path], html=None, json_out=True, console=con)
     data = json.loads(con.export_text())
     assert {r["setting"]: r["value"] for r in data["settings_differing_from_agentbench"]} == {"history": "full", "data": "built-in task suites"}
+    assert [r["settings"] for r in data["scores"]] == ["differs: history, data"]
     with load(path) as res:
         html = render_html(build_report(res))
     assert html.index("history: full — not comparable to the paper") < html.index("<h2>Scores</h2>")
+    assert ">differs: history, data</td>" in html
+
+
+def test_each_score_names_only_the_differences_that_concern_its_environment(write_run: WriteRun, tmp_path: Path) -> None:
+    config = _config(tmp_path, envs=["os", "ltp"], data_dir=str(tmp_path), judge={"name": "gpt-4o-mini", "temperature": 0})
+    path = write_run("judge", {("alpha", "os"): ALPHA_OS, ("alpha", "ltp"): ALPHA_OS}, config=config)
+    with load(path) as res:
+        report = build_report(res)
+    assert dict(zip(report.scores["env"], report.scores["settings"])) == {"os": "AgentBench v0.2 settings", "ltp": "differs: judge"}
 
 
 def test_report_of_a_paper_run_says_so_and_old_configs_are_judged(write_run: WriteRun, tmp_path: Path) -> None:
     paper = write_run("paper", {("alpha", "os"): ALPHA_OS}, config=_config(tmp_path, data_dir=str(tmp_path)))
     con = _console()
     commands.report([paper], html=None, json_out=False, console=con)
-    assert "Settings: AgentBench v0.2's defaults" in con.export_text()
+    text = con.export_text()
+    assert "Settings: AgentBench v0.2 settings" in text
+    assert "differs:" not in text and text.count("AgentBench v0.2 settings") == 2  # the line and the score row
     # a config stored before the list existed (the old default history was full): computed from the config
     old = _config(tmp_path, history="full", data_dir=str(tmp_path))
     del old["agentbench_deviations"]
@@ -75,7 +88,7 @@ def test_report_of_a_paper_run_says_so_and_old_configs_are_judged(write_run: Wri
     con = _console()
     commands.report([paper, legacy], html=None, json_out=False, console=con)
     text = con.export_text()
-    assert "Settings (run run-paper): AgentBench v0.2's defaults." in text
+    assert "Settings (run run-paper): AgentBench v0.2 settings." in text
     assert "Settings that differ from AgentBench v0.2 (run run-legacy):" in text
 
 

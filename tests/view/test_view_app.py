@@ -16,7 +16,7 @@ from urllib.parse import quote, urlencode
 import aiohttp
 import duckdb
 import pytest
-from view_support import HOSTILE, HOSTILE_ID, JUDGED_ID, REPEATS, get, viewer, write_known
+from view_support import ALPHA_OS, HOSTILE, HOSTILE_ID, JUDGED_ID, REPEATS, get, viewer, write_known, writer
 
 from agentbench_async.analytics import load, scores
 from agentbench_async.analytics.compare import compare_results
@@ -56,6 +56,19 @@ async def test_overview_shows_runs_scores_with_intervals_and_oa(known_file: Path
     alpha = overall.filter(overall["model"] == "alpha").row(0, named=True)
     assert f"alpha {alpha['oa']:.2f} OA (partial: 2 of 8 environments: OS, KG)" in text
     assert 'data-plot="scores"' in page
+    assert "Settings: AgentBench v0.2 settings." in text
+    assert all(row.rstrip().endswith("AgentBench v0.2 settings</td>") for row in _rows(page, "scores"))
+
+
+async def test_overview_names_the_settings_that_differ_beside_the_scores(tmp_path: Path) -> None:
+    path = writer(tmp_path)("full", {("alpha", "os"): ALPHA_OS},
+                            config={"models": [{"name": "alpha"}], "envs": ["os"], "history": "full", "data_dir": str(tmp_path)})
+    async with viewer([path]) as base:
+        _, page, _ = await get(base + "/")
+    text = _text(page)
+    assert "Settings that differ from AgentBench v0.2: history: full — not comparable to the paper" in text
+    assert "AgentBench v0.2 settings" not in text
+    assert [re.sub(r"<[^>]+>", "", row.split("<td")[-1].split(">", 1)[1]) for row in _rows(page, "scores")] == ["differs: history"]
 
 
 async def test_failure_cell_opens_its_episodes_and_each_its_transcript(known_file: Path) -> None:

@@ -12,6 +12,7 @@ import polars as pl
 
 from .failures import FAILURE_CLASSES, INFRA_CLASSES, PAPER_COLUMNS, PAPER_TITLES
 from .report import Report
+from .run_settings import AGENTBENCH_SETTINGS
 from .svg import PALETTE, histogram, interval_bars, line_chart, stacked_bars
 from .terminal import pct
 
@@ -53,12 +54,12 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]], left: int = 2,
 def _settings_section(report: Report) -> str:
     groups = report.deviation_groups()
     if all(not lines for _, lines in groups):
-        return "<p class=\"note\">Settings: AgentBench v0.2's defaults (history, turn caps, prompts, metrics, data, split).</p>"
+        return f"<p class=\"note\">Settings: {AGENTBENCH_SETTINGS} (history, turn caps, prompts, metrics, data, split).</p>"
     parts = []
     for run_ids, lines in groups:
         which = "" if len(groups) == 1 else f" (run {escape(', '.join(run_ids))})"
         if not lines:
-            parts.append(f"<p class=\"note\">Settings{which}: AgentBench v0.2's defaults.</p>")
+            parts.append(f"<p class=\"note\">Settings{which}: {AGENTBENCH_SETTINGS}.</p>")
             continue
         items = "".join(f"<li>{escape(line)}</li>" for line in lines)
         parts.append(f'<div class="deviations"><strong>Settings that differ from AgentBench v0.2{which}:</strong><ul>{items}</ul></div>')
@@ -69,8 +70,9 @@ def _scores_section(report: Report) -> str:
     rows = []
     for r in report.scores.iter_rows(named=True):
         ci = "–" if r["ci_low"] is None else f"{pct(r['ci_low'])}–{pct(r['ci_high'])} ({r['ci_method']})"
-        rows.append([r["model"], r["env"], r["metric"], pct(r["score"]), ci, r["n"], r["env_errors"], r["model_errors"], r["cancelled"]])
-    table = _table(["model", "env", "metric", "score %", "95% CI", "n", "env_error", "model_error", "cancelled"], rows, left=3)
+        rows.append([r["model"], r["env"], r["metric"], pct(r["score"]), ci, r["n"], r["env_errors"], r["model_errors"], r["cancelled"],
+                     r.get("settings") or AGENTBENCH_SETTINGS])
+    table = _table(["model", "env", "metric", "score %", "95% CI", "n", "env_error", "model_error", "cancelled", "settings"], rows, left=3)
     plot = interval_bars(
         [(f"{r['model']} · {r['env']}", 100 * (r["score"] or 0.0), None if r["ci_low"] is None else 100 * r["ci_low"],
           None if r["ci_high"] is None else 100 * r["ci_high"]) for r in report.scores.iter_rows(named=True) if r["n"]],

@@ -19,7 +19,7 @@ class Report:
     files: list[str]
     runs: pl.DataFrame  # run_id, created_at, command, version, interrupted, episodes
     deviations: pl.DataFrame  # run x setting not AgentBench v0.2's (run_settings.DEVIATION_COLUMNS)
-    scores: pl.DataFrame  # env_scores + ci_low/ci_high/ci_method
+    scores: pl.DataFrame  # env_scores + ci_low/ci_high/ci_method + settings (run_settings.score_settings)
     overall: pl.DataFrame  # model, oa, complete, envs_run, label
     class_counts: pl.DataFrame  # model, env, <nine classes>, total
     paper: pl.DataFrame  # model, env, episodes, five paper columns (shares)
@@ -91,11 +91,12 @@ def build_report(res: Results, prices: Prices | None = None) -> Report:
         FROM runs r ORDER BY r.created_at
         """
     )
+    deviations = run_settings.deviation_table(res)
     return Report(
         files=[str(p) for p in res.paths],
         runs=runs,
-        deviations=run_settings.deviation_table(res),
-        scores=env_scores,
+        deviations=deviations,
+        scores=env_scores.join(run_settings.score_settings(res, deviations), on=["model", "env"], how="left"),
         overall=scores.overall(env_scores),
         class_counts=failures.class_counts(res),
         paper=failures.paper_table(res),

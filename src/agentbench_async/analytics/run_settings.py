@@ -11,7 +11,8 @@ import polars as pl
 from ..settings import differing_settings, recorded_deviations, result_settings
 from .loading import Results
 
-DEVIATION_COLUMNS = ("run_id", "source_file", "setting", "value", "agentbench", "note", "line")
+DEVIATION_COLUMNS = ("run_id", "source_file", "setting", "value", "agentbench", "note", "envs", "line")
+AGENTBENCH_SETTINGS = "AgentBench v0.2 settings"  # what a score or run with no deviation is labelled
 
 
 def _config(raw: Any) -> dict[str, Any]:
@@ -35,8 +36,26 @@ def deviation_table(res: Results) -> pl.DataFrame:
     for run in res.runs.sort("created_at").select("run_id", "source_file", "config").iter_rows(named=True):
         for d in recorded_deviations(_config(run["config"])):
             rows.append({"run_id": run["run_id"], "source_file": run["source_file"], "setting": d.setting, "value": d.value,
-                         "agentbench": d.agentbench, "note": d.note, "line": d.line()})
+                         "agentbench": d.agentbench, "note": d.note, "envs": ",".join(d.envs), "line": d.line()})
     return pl.DataFrame(rows, schema={c: pl.String for c in DEVIATION_COLUMNS})
+
+
+def score_settings(res: Results, table: pl.DataFrame) -> pl.DataFrame:
+    """model, env, settings: for each score, ``AGENTBENCH_SETTINGS`` when no run behind it differs from v0.2 in a
+    way that concerns that environment, else "differs: " + the settings that do (named as in the list above the
+    scores), so a score is never shown without its footnote."""
+    if res.episodes.is_empty():
+        return pl.DataFrame(schema={"model": pl.String, "env": pl.String, "settings": pl.String})
+    pairs = res.episodes.select("model", "env", "run_id").unique()
+    rows = []
+    for (model, env), group in pairs.group_by("model", "env", maintain_order=True):
+        runs = set(group["run_id"].to_list())
+        names: list[str] = []
+        for r in table.iter_rows(named=True):
+            if r["run_id"] in runs and (not r["envs"] or env in r["envs"].split(",")) and r["setting"] not in names:
+                names.append(r["setting"])
+        rows.append({"model": model, "env": env, "settings": "differs: " + ", ".join(names) if names else AGENTBENCH_SETTINGS})
+    return pl.DataFrame(rows, schema={"model": pl.String, "env": pl.String, "settings": pl.String})
 
 
 def deviation_groups(table: pl.DataFrame, runs: list[str]) -> list[tuple[list[str], list[str]]]:

@@ -21,6 +21,7 @@ from rich.text import Text
 
 from .failures import FAILURE_CLASSES, INFRA_CLASSES, PAPER_COLUMNS, PAPER_TITLES
 from .report import Report
+from .run_settings import AGENTBENCH_SETTINGS
 
 
 def pct(value: float | None, digits: int = 1) -> str:
@@ -47,13 +48,15 @@ def _short(text: str | None, limit: int = 80) -> str:
 def scores_table(report: Report) -> Table:
     table = Table(title="Scores (mean episode score, %; infrastructure failures not counted)", title_justify="left")
     for col, just in (("model", "left"), ("env", "left"), ("metric", "left"), ("score", "right"), ("95% CI", "right"),
-                      ("n", "right"), ("infra excluded", "right")):
+                      ("n", "right"), ("infra excluded", "right"), ("settings", "left")):
         table.add_column(col, justify=just)  # type: ignore[arg-type]
     for r in report.scores.iter_rows(named=True):
         infra = r["env_errors"] + r["model_errors"] + r["cancelled"]
         infra_text = "0" if infra == 0 else f"{infra} (env {r['env_errors']}, model {r['model_errors']}, cancelled {r['cancelled']})"
         ci = "–" if r["ci_low"] is None else f"{pct(r['ci_low'])}–{pct(r['ci_high'])} ({r['ci_method']})"
-        table.add_row(r["model"], r["env"], r["metric"], pct(r["score"]), ci, str(r["n"]), infra_text)
+        settings = r.get("settings") or AGENTBENCH_SETTINGS
+        table.add_row(r["model"], r["env"], r["metric"], pct(r["score"]), ci, str(r["n"]), infra_text,
+                      settings if settings == AGENTBENCH_SETTINGS else f"[yellow]{escape(settings)}[/]")
     return table
 
 
@@ -309,12 +312,12 @@ def print_settings(report: Report, console: Console) -> None:
     """The runs' result-deciding settings that are not AgentBench v0.2's (or that there are none)."""
     groups = report.deviation_groups()
     if all(not lines for _, lines in groups):
-        console.print("Settings: AgentBench v0.2's defaults (history, turn caps, prompts, metrics, data, split).")
+        console.print(f"Settings: {AGENTBENCH_SETTINGS} (history, turn caps, prompts, metrics, data, split).")
         return
     for run_ids, lines in groups:
         which = "" if len(groups) == 1 else f" (run {', '.join(run_ids)})"
         if not lines:
-            console.print(f"Settings{which}: AgentBench v0.2's defaults.")
+            console.print(f"Settings{which}: {AGENTBENCH_SETTINGS}.")
             continue
         console.print(f"[bold yellow]Settings that differ from AgentBench v0.2{which}:[/]")
         for line in lines:

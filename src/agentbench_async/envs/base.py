@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
+from ..settings import Deviation
 from ..types import Message, ModelReply
 
 ActionMode = Literal["text", "tools"]
@@ -175,6 +176,14 @@ class Environment(abc.ABC):
         flag runs on the built-in suites as "not the paper's tasks"). Environments whose official tasks come from
         another download (``--mind2web-data``, ``--webshop-data``) override it."""
         return cls.builtin_is_official or bool(data_dir)
+
+    @classmethod
+    def deviations(cls, data_dir: object, options: dict[str, Any], action_mode: str) -> list[Deviation]:
+        """This environment's own differences from AgentBench v0.2 in a run with this ``--data-dir``, these options
+        and this action mode (the project's prompt wording, another search backend, ...): each a named entry in
+        ``settings.deviations``, shown beside the scores. Decided from the stored settings alone (no files read),
+        so old result files get the same answer. Generic ones (data, split, ``result_options``) are found there."""
+        return []
 
     def __init__(self, *, data_dir: Path | None = None, options: dict[str, Any] | None = None) -> None:
         self.data_dir = data_dir

@@ -9,6 +9,7 @@ from typing import Any
 from ..analytics.compare import Comparison, EnvComparison
 from ..analytics.failures import FAILURE_CLASSES, INFRA_CLASSES, PAPER_COLUMNS, PAPER_TITLES, class_shares
 from ..analytics.html_report import CLASS_COLORS
+from ..analytics.run_settings import AGENTBENCH_SETTINGS
 from ..analytics.svg import interval_bars, stacked_bars
 from ..analytics.terminal import pct as percent
 from . import queries as q
@@ -55,11 +56,12 @@ def overview(data: q.Overview, files: Sequence[str]) -> Markup:
             ci = Markup('<span class="pending">bootstrap interval: computing…</span>')
         infra = r["env_errors"] + r["model_errors"] + r["cancelled"]
         cell = link(url("/episodes", {"model": r["model"], "env": r["env"]}), f"{r['model']} · {r['env']}")
-        rows.append([cell, r["metric"], percent(r["score"]), ci, r["n"], infra])
+        rows.append([cell, r["metric"], percent(r["score"]), ci, r["n"], infra, r.get("settings") or AGENTBENCH_SETTINGS])
     parts.append(note("Mean episode score (%) over the model's own outcomes; env_error, model_error and cancelled episodes "
                       "are not in n (infrastructure failures, re-run on resume). 95% interval: Wilson for 0/1 scores, "
                       "percentile bootstrap (2,000 resamples, fixed seed) otherwise."))
-    parts.append(table(["model · env", "metric", "score %", "95% CI", "n", "infra excluded"], rows, left=2, test_id="scores"))
+    parts.append(_settings(data.deviations))
+    parts.append(table(["model · env", "metric", "score %", "95% CI", "n", "infra excluded", "settings"], rows, left=2, test_id="scores"))
     parts.append(Markup(interval_bars(
         [(f"{r['model']} · {r['env']}", 100 * (r["score"] or 0.0), None if r["ci_low"] is None else 100 * r["ci_low"],
           None if r["ci_high"] is None else 100 * r["ci_high"]) for r in data.scores.iter_rows(named=True) if r["n"]],
@@ -71,6 +73,22 @@ def overview(data: q.Overview, files: Sequence[str]) -> Markup:
         parts.append(note("OA = mean over the environments of score (%) / weight⁻¹ with the paper's weights⁻¹ OS 10.8, DB 13.0, "
                           "KG 13.9, DCG 12.0, LTP 3.5, HH 13.0, WS 30.7, WB 11.6; a partial OA (not all eight environments) "
                           "is not comparable with the paper's."))
+    return join(parts)
+
+
+def _settings(groups: list[tuple[list[str], list[str]]]) -> Markup:
+    """The runs' differences from AgentBench v0.2 (the scores' "settings" column names them), as the report shows them."""
+    if all(not lines for _, lines in groups):
+        return note(f"Settings: {AGENTBENCH_SETTINGS}.")
+    parts = []
+    for run_ids, lines in groups:
+        which = "" if len(groups) == 1 else f" (run {', '.join(run_ids)})"
+        if not lines:
+            parts.append(note(f"Settings{which}: {AGENTBENCH_SETTINGS}."))
+            continue
+        items = join([element("li", line) for line in lines])
+        parts.append(element("div", join([element("strong", f"Settings that differ from AgentBench v0.2{which}:"), element("ul", items)]),
+                             cls="warning", data_testid="deviations"))  # fmt: skip
     return join(parts)
 
 

@@ -23,7 +23,7 @@ import polars as pl
 from ..analytics import compare as compare_mod
 from ..analytics import failures, operations, scores
 from ..analytics.loading import ReportError, Results, load
-from ..analytics.run_settings import model_settings, settings_conflicts
+from ..analytics.run_settings import deviation_groups, deviation_table, model_settings, score_settings, settings_conflicts
 from ..analytics.transcript import find_episode
 from ..errors import AgentBenchError
 from ..store.live import live_dir
@@ -68,6 +68,7 @@ class Overview:
     overall: pl.DataFrame  # model, oa, complete, envs_run, label
     live_files: list[str]
     pending: bool = False  # bootstrap intervals still being computed (ci_method PENDING)
+    deviations: list[tuple[list[str], list[str]]] = field(default_factory=list)  # (run ids, lines) per distinct list
 
 
 PENDING = "bootstrap: computing"
@@ -92,7 +93,10 @@ def overview(res: Results, source: Source) -> Overview:
             pl.when(pl.col("is_binary") & (pl.col("n") > 0)).then(pl.col("wilson_high")).alias("ci_high"),
             pl.when(pl.col("n") == 0).then(None).when(pl.col("is_binary")).then(pl.lit("wilson")).otherwise(pl.lit(PENDING))
             .alias("ci_method"))
-    return Overview(runs, env_scores, scores.overall(env_scores), [str(p) for p in res.live_files], pending)
+    table = deviation_table(res)
+    env_scores = env_scores.join(score_settings(res, table), on=["model", "env"], how="left")
+    groups = deviation_groups(table, runs["run_id"].to_list())
+    return Overview(runs, env_scores, scores.overall(env_scores), [str(p) for p in res.live_files], pending, groups)
 
 
 # -- failures -------------------------------------------------------------------------------------
