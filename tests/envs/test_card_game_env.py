@@ -1,4 +1,7 @@
-"""card_game environment: samples, the JSON protocol with retries, statuses, metric and mock policies."""
+"""card_game environment: samples, the JSON protocol with retries, statuses, metric and mock policies.
+
+The session tests here drive the fixed game (``FixedSession``); AgentBench's game, the default mode, is tested
+in test_card_game_agentbench.py. The mock policies are played through the real episode loop in both modes."""
 
 from __future__ import annotations
 
@@ -28,7 +31,7 @@ from agentbench_async.envs.card_game.protocol import (
     parse_action,
     parse_guess,
 )
-from agentbench_async.envs.card_game.session import CardGameSession, game_score
+from agentbench_async.envs.card_game.session import FixedSession, game_score
 from agentbench_async.envs.card_game.tasks import generate
 from agentbench_async.errors import ConfigError, TaskFileError
 from agentbench_async.resources import environments_dir
@@ -192,8 +195,8 @@ def _task(base: str = "baseline1", agent: int = 0, seed: int = 0) -> Task:
     return Task(env="card_game", split="dev", task_id="0", data={"index": 0, "stage": 2, "base": base, "agent": agent, "seed": seed})
 
 
-async def _session(task: Task | None = None) -> tuple[CardGameSession, list[dict[str, Any]]]:
-    session = CardGameSession(task or _task(), EpisodeContext(episode_id="e"))
+async def _session(task: Task | None = None) -> tuple[FixedSession, list[dict[str, Any]]]:
+    session = FixedSession(task or _task(), EpisodeContext(episode_id="e"))
     return session, list(await session.begin())
 
 
@@ -365,24 +368,36 @@ def _upstream_score(outcomes: list[Outcome]) -> float:
     return 0.7 * wins / tests + min(0.3, 0.3 * damage / (1600 * len(outcomes)))
 
 
+FIXED = {"fixes": "true"}
+
+
+@pytest.mark.parametrize("history", ["full", "agentbench"])
+@pytest.mark.parametrize("options", [{}, FIXED], ids=["agentbench", "fixed"])
 @pytest.mark.parametrize("split", ["dev", "test"])
-async def test_oracle_wins_every_builtin_sample_with_the_top_score(split: str) -> None:
-    env = CardGameEnvironment()
+async def test_oracle_wins_every_builtin_sample_with_the_top_score(split: str, options: dict[str, str], history: str) -> None:
+    env = CardGameEnvironment(options=options)
     for task in env.tasks(split):
-        record = await play(env, task, "oracle")
+        record = await play(env, task, "oracle", history=history)
         assert record.status == st.COMPLETED, (task.task_id, record.error)
         assert record.score == 1.0 and record.success, (task.task_id, record.details)
-        assert all(t.valid is not False for t in record.turns if t.role == "assistant")
+        assert record.details["mode"] == ("fixed" if options else "agentbench")
+        failed = [t for t in record.turns if t.role == "assistant" and t.valid is False]
+        if options:
+            assert not failed
+        else:  # AgentBench's guess prompt hides which enemies live: once all living ones are known, a try may name a dead one
+            assert all("is not a living enemy fish" in (t.error or "") for t in failed), [t.error for t in failed]
 
 
-async def test_oracle_wins_many_more_seeds() -> None:
-    env = CardGameEnvironment(options={"test_time": "15"})
+@pytest.mark.parametrize("options", [{}, FIXED], ids=["agentbench", "fixed"])
+async def test_oracle_wins_many_more_seeds(options: dict[str, str]) -> None:
+    env = CardGameEnvironment(options={"test_time": "15", **options})
     records = [await play(env, task, "oracle") for task in env.tasks("test")]
     assert [r.score for r in records] == [1.0] * 60
 
 
-async def test_weak_reaches_every_failure_status_and_the_mean_score_is_upstreams_metric() -> None:
-    env = CardGameEnvironment()
+@pytest.mark.parametrize("options", [{}, FIXED], ids=["agentbench", "fixed"])
+async def test_weak_reaches_every_failure_status_and_the_mean_score_is_upstreams_metric(options: dict[str, str]) -> None:
+    env = CardGameEnvironment(options=options)
     records = [await play(env, task, "weak") for task in list(env.tasks("dev")) + list(env.tasks("test"))]
     statuses = {r.status for r in records}
     assert statuses == {st.COMPLETED, st.INVALID_FORMAT, st.INVALID_ACTION, st.CONTEXT_LIMIT_EXCEEDED}
@@ -397,18 +412,20 @@ async def test_weak_reaches_every_failure_status_and_the_mean_score_is_upstreams
     assert 0 < mean < 0.3
 
 
-async def test_oracle_records_one_turn_per_decision() -> None:
-    env = CardGameEnvironment()
+@pytest.mark.parametrize("options", [{}, FIXED], ids=["agentbench", "fixed"])
+async def test_oracle_records_one_turn_per_decision(options: dict[str, str]) -> None:
+    env = CardGameEnvironment(options=options)
     task = env.get_task("dev", "0")
     record = await play(env, task, "oracle")
     turns = record.details["model_turns"]
     assert record.n_turns == 2 * turns  # a guess and an action per turn, no retries
-    steps = [t for t in record.turns if t.role == "assistant" and t.turn > 0]  # turn 0: the scripted acknowledgement
-    assert all(isinstance(t.action, str) and t.action.startswith("{") for t in steps)
+    replies = [t for t in record.turns if t.role == "assistant" and not t.injected]  # not the acknowledgements
+    assert len(replies) == record.n_turns
+    assert all(isinstance(t.action, str) and t.action.startswith("{") for t in replies)
 
 
 
-def _random_reply(rng: random.Random, session: CardGameSession) -> str:
+def _random_reply(rng: random.Random, session: FixedSession) -> str:
     """Mostly legal moves, sometimes broken ones: what a careless model sends."""
     game, seat = session.game, session.seat
     roll = rng.random()
@@ -448,7 +465,7 @@ async def test_random_play_through_the_session_always_ends_with_a_valid_outcome(
 
 async def test_the_same_replies_replay_the_same_game_and_the_run_seed_changes_the_opponent() -> None:
     async def run(run_seed: int) -> list[str]:
-        session = CardGameSession(_task(), EpisodeContext(episode_id="e", seed=run_seed))
+        session = FixedSession(_task(), EpisodeContext(episode_id="e", seed=run_seed))
         await session.begin()
         rng = random.Random(1)
         while True:

@@ -16,3 +16,13 @@ def int_option(env: str, key: str, value: object, *, minimum: int = 1, meaning: 
         kind = "a positive integer" if minimum == 1 else "a non-negative integer" if minimum == 0 else f"an integer >= {minimum}"
         raise ConfigError(f"{env}: option {key}={value!r} must be {kind}" + (f" ({meaning})" if meaning else ""))
     return number
+
+
+def bool_option(env: str, key: str, value: object) -> bool:
+    """``value`` as a boolean (``true``/``false`` in any case, or a YAML boolean), else a ConfigError naming
+    ``env``'s option ``key`` and the value given."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    raise ConfigError(f"{env}: option {key}={value!r} must be true or false")

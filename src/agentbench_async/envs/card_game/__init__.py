@@ -5,8 +5,17 @@ against ``baseline1`` or ``baseline2``, from seat 0 (moves first) or seat 1. The
 opponents and the metric are this package's own deterministic Python (``engine.py``, ``baselines.py``);
 see docs/envs/card_game.md. Score = 0.7 x win + 0.3 x damage dealt / 1600.
 
+Two modes. The default, ``agentbench``, is AgentBench v0.2's game as its LLM client played it
+(``agentbench_session.py``): two conversations with the rules re-inserted before every call, upstream's
+display and digit mapping, eel's and sunfish's skills refused, 300 s of model time per decision and 600 s per
+game; with ``--data-dir`` every text is upstream's, read from the pulled source files (``wording.py``). The
+fixed game (``fixes=true``, ``session.FixedSession``) repairs upstream's bugs; it is recorded as a deviation.
+
 Options (``Environment(options=...)``, from ``--env-option card_game.KEY=VALUE`` or the config):
 
+- ``fixes``: ``true`` plays the fixed game (default ``false``: AgentBench's).
+- ``decision_seconds`` / ``game_seconds``: the time limits of the ``agentbench`` mode in seconds of model time
+  (default 300 / 600 as upstream; 0 turns a limit off). The fixed game has none (giving them is refused).
 - ``test_time``: games per (opponent, seat) pair, generating ``4 x test_time`` samples per split instead of
   upstream's 3 (dev, 12 samples) and 5 (test = std, 20 samples), for more variety.
 
@@ -21,11 +30,13 @@ from typing import Any, ClassVar
 
 from ...errors import ConfigError
 from ..base import Environment, EpisodeContext, Session, Task
-from ..options import int_option
+from ..options import bool_option, int_option
+from .agentbench_session import AgentBenchSession, TimeLimits
 from .engine import STATE_LIMIT
 from .protocol import MAX_TRIES
-from .session import CardGameSession
+from .session import FixedSession
 from .tasks import load_tasks
+from .wording import Wording, load_wording
 
 # The model decides at most 32 times per game as player 0 (31 as player 1), a guess and an action each,
 # with up to 5 tries per decision: upstream's own ceiling on replies per game.
@@ -41,12 +52,22 @@ class CardGameEnvironment(Environment):
     supports_tools: ClassVar[bool] = False  # AgentBench FC defines no tools for the card game
     requires: ClassVar[str] = "nothing (the game engine is built in)"
     # upstream fixes test_time per split (3 dev, 5 std); another value plays other games than the paper's
-    result_options: ClassVar[dict[str, Any]] = {"test_time": None}
+    result_options: ClassVar[dict[str, Any]] = {"test_time": None, "fixes": "false", "decision_seconds": 300, "game_seconds": 600}
     builtin_is_official: ClassVar[bool] = True  # the built-in samples are upstream's generation itself
 
     def __init__(self, *, data_dir: Path | None = None, options: dict[str, Any] | None = None) -> None:
         super().__init__(data_dir=data_dir, options=options)
         self.test_time = _test_time(self.options.get("test_time"))
+        self.fixes = bool_option("card_game", "fixes", self.options.get("fixes", False))
+        for key in ("decision_seconds", "game_seconds"):
+            if self.fixes and key in self.options:
+                raise ConfigError(f"card_game: option {key} applies to AgentBench's game; the fixed game (fixes=true) has no time limits")
+        default = TimeLimits()
+        self.limits = TimeLimits(
+            decision=_seconds(self.options.get("decision_seconds", default.decision), "decision_seconds", "model time per decision"),
+            game=_seconds(self.options.get("game_seconds", default.game), "game_seconds", "model time per game"),
+        )
+        self._wording: Wording | None = None
 
     @property
     def capacity(self) -> int:
@@ -56,16 +77,33 @@ class CardGameEnvironment(Environment):
     def tasks(self, split: str) -> Iterator[Task]:
         return load_tasks(self.name, split, self.data_dir, self.test_time)
 
+    @property
+    def wording(self) -> Wording:
+        """The ``agentbench`` mode's texts: upstream's from ``--data-dir``, else the project's."""
+        if self._wording is None:
+            self._wording = load_wording(self.data_dir)
+        return self._wording
+
+    async def start(self) -> None:
+        if not self.fixes:
+            self.wording  # noqa: B018 - read upstream's files now: a missing one fails the run, not each episode
+
     async def open_session(self, task: Task, ctx: EpisodeContext) -> Session:
         if ctx.action_mode == "tools":
             raise ConfigError("card_game has no tools mode (AgentBench FC defines no card-game tools); use --action-mode text")
-        return CardGameSession(task, ctx)
+        if self.fixes:
+            return FixedSession(task, ctx)
+        return AgentBenchSession(task, ctx, self.wording, self.limits)
 
 
 def _test_time(value: object) -> int | None:
     if value is None:
         return None
     return int_option("card_game", "test_time", value, meaning="games per opponent and seat")
+
+
+def _seconds(value: object, key: str, meaning: str) -> float:
+    return float(int_option("card_game", key, value, minimum=0, meaning=f"{meaning}, 0 for none"))
 
 
 __all__ = ["MAX_REPLIES", "CardGameEnvironment"]

@@ -1,11 +1,16 @@
-"""What the model is told and how its replies are read (AgentBench v0.2 ``AI/AI_En.py`` + ``prompt/en.py``).
+"""What the model is told in the fixed game and how replies are read (AgentBench v0.2 ``AI/AI_En.py``).
 
-The wording is this project's own; the information is upstream's: the rules, the four fish of each side
-with their skills, the two JSON formats, and per decision the game state and the last actions.
+The texts here are this project's own (the fixed game's one-conversation description and its per-decision
+prompts, which the ``agentbench`` mode reuses as its own wording without ``--data-dir``, see ``wording.py``);
+the information is upstream's: the rules, the four fish of each side with their skills, the two JSON formats,
+and per decision the game state and the last actions.
 
 Parsing, as upstream: every non-greedy ``{...}`` of the reply, with ``'`` replaced by ``"``, is tried as
 JSON in order; the first one that is a valid move is used. A reply without any JSON object is a format
-failure (upstream code 2), one with JSON but no valid move an invalid move (code 1).
+failure (upstream code 2), one with JSON but no valid move an invalid move (code 1). With ``upstream=True``
+(the ``agentbench`` mode) an action is read as upstream's client reads it: ``pick_fish`` "0"-"3" name the fish
+one position further on, and an eel or sunfish skill that passes the check is refused when it is sent
+(``Parsed.refused``), as upstream's SDK refuses it.
 """
 
 from __future__ import annotations
@@ -54,10 +59,23 @@ GUESS_FORMAT = {
 
 ACK = "Understood. I will play by these rules and end every reply with my move in the requested JSON format."
 
+# Per-decision prompts, ``%`` with (state JSON, own last action, enemy's last action) and (previous guess right,
+# unknown enemy positions, enemy's last action, the enemy's passives).
+ACTION_PROMPT = "\nCurrent game state:\n%s\nYour last action:\n%s\nThe enemy's last action:\n%s\n" + ACTION_END + "\n"
+GUESS_PROMPT = (
+    "\nWas your previous guess right:\n%s\nLiving enemy fish whose type is still unknown (positions):\n%s\n"
+    "The enemy's last action:\n%s\nPassive abilities the enemy triggered last round:\n%s\n" + GUESS_END + "\n"
+)
+
+
+def fish_dict(texts: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
+    """The line-up's skill texts in position order (shown as a Python dict, as upstream does)."""
+    return {name: texts[name] for name in LINEUP}
+
 
 def description() -> str:
     """The first message: rules, both sides' fish, and the two reply formats."""
-    fish = {name: FISH_TEXT[name] for name in LINEUP}
+    fish = fish_dict(FISH_TEXT)
     return (
         "Let's play a two-player battle game. Each team has four pet fish, and the fish types can differ.\n"
         "Every fish starts with 400 health and 200 attack points and has an active and a passive ability.\n"
@@ -107,15 +125,8 @@ def state_json(game: Game, seat: int) -> str:
 
 
 def action_prompt(game: Game, seat: int) -> str:
-    return (
-        "\nCurrent game state:\n"
-        f"{state_json(game, seat)}\n"
-        "Your last action:\n"
-        f"{_action_dict(game.last_action[seat], skill=False)}\n"
-        "The enemy's last action:\n"
-        f"{_action_dict(game.last_action[1 - seat], skill=False)}\n"
-        f"{ACTION_END}\n"
-    )
+    mine, theirs = (_action_dict(game.last_action[p], skill=False) for p in (seat, 1 - seat))
+    return ACTION_PROMPT % (state_json(game, seat), mine, theirs)
 
 
 def unknown_enemies(game: Game, seat: int) -> list[str]:
@@ -135,17 +146,8 @@ def enemy_passives(game: Game, seat: int) -> dict[str, str]:
 
 
 def guess_prompt(game: Game, seat: int, previous_correct: bool) -> str:
-    return (
-        "\nWas your previous guess right:\n"
-        f"{previous_correct}\n"
-        "Living enemy fish whose type is still unknown (positions):\n"
-        f"{unknown_enemies(game, seat)}\n"
-        "The enemy's last action:\n"
-        f"{_action_dict(game.last_action[1 - seat], skill=True)}\n"
-        "Passive abilities the enemy triggered last round:\n"
-        f"{json.dumps(enemy_passives(game, seat))}\n"
-        f"{GUESS_END}\n"
-    )
+    enemy_action = _action_dict(game.last_action[1 - seat], skill=True)
+    return GUESS_PROMPT % (previous_correct, unknown_enemies(game, seat), enemy_action, json.dumps(enemy_passives(game, seat)))
 
 
 # -- parsing ------------------------------------------------------------------------------------------
@@ -161,6 +163,7 @@ class Parsed:
     text: str | None = None  # the JSON object used, as it appeared
     code: int = 0
     error: str | None = None
+    refused: bool = False  # upstream=True: a valid move upstream's client cannot send (no per-try code)
 
 
 def brace_spans(reply: str) -> list[str]:
@@ -232,22 +235,44 @@ def parse_guess(reply: str, game: Game, seat: int) -> Parsed:
     return _first_valid(reply, check, "guess")
 
 
-def own_position(name: Any) -> int | None:
-    """``pick_fish`` -> own position: a type name, or (fix) the position digits 0-3 (upstream mapped "0"-"3"
-    to positions 1-4, one off)."""
+def own_position(name: Any, *, upstream: bool = False) -> int | None:
+    """``pick_fish`` -> own position: a type name, or the position digits "0"-"3": the fish at that position
+    (fix), or with ``upstream`` the one after it, as upstream's ``name_to_pos[str(i)] = i + 1`` ("3" names no
+    fish)."""
     if not isinstance(name, str):
         return None
     if name in LINEUP:
         return LINEUP.index(name)
     if name in ("0", "1", "2", "3"):
-        return int(name)
+        return int(name) + (1 if upstream else 0)
     return None
 
 
-def parse_action(reply: str, game: Game, seat: int) -> Parsed:
+# Upstream's client sends an active skill with a teammate target when the fish is in en.py's ``target_friend``
+# (flame, eel, mobula, octopus) and with an enemy target otherwise; of the four fish in play the SDK takes a
+# teammate target only for flame and sunfish and an enemy target only for spray and eel. So eel's and sunfish's
+# skills are always refused (the fixed game sends eel's as an AOE and sunfish's as an infight).
+TARGET_FRIEND: tuple[str, ...] = (FLAME, EEL)  # upstream's target_friend, within the line-up
+_SDK_TAKES_TEAMMATE, _SDK_TAKES_ENEMY = (FLAME, SUNFISH), (SPRAY, EEL)
+_REFUSAL = {
+    EEL: "eel's skill is refused when sent: upstream's client gives it a teammate target (eel is in target_friend), "
+         "which the SDK does not take for an AOE",
+    SUNFISH: "sunfish's skill is refused when sent: upstream's client gives it an enemy target (sunfish is not in "
+             "target_friend), which the SDK does not take for an infight",
+}  # fmt: skip
+
+
+def client_sends(kind: str) -> bool:
+    """Whether upstream's client gets the active skill of fish ``kind`` through its SDK."""
+    return kind in (_SDK_TAKES_TEAMMATE if kind in TARGET_FRIEND else _SDK_TAKES_ENEMY)
+
+
+def parse_action(reply: str, game: Game, seat: int, *, upstream: bool = False) -> Parsed:
     """An action: ``pick_fish`` a living own fish, ``action`` normal (target: a living enemy) or active
     (spray/eel: target ignored, AOE on every living enemy; flame/sunfish: a living teammate other than
-    itself). Fix: upstream's SDK translation made every eel and sunfish skill fail."""
+    itself). Fix: upstream's SDK translation made every eel and sunfish skill fail. With ``upstream`` the move
+    is read as upstream's client reads it: digits name the next fish (and no skill), and the first valid move,
+    if it is an eel or sunfish skill, is ``refused`` (later objects of the reply are not looked at)."""
     own = game.teams[seat]
     mine = [f.pos for f in own if f.shown_hp > 0]
     theirs = [f.pos for f in game.teams[1 - seat] if f.shown_hp > 0]
@@ -261,20 +286,25 @@ def parse_action(reply: str, game: Game, seat: int) -> Parsed:
         target = _int_position(obj["target_position"])
         if target is None:
             return None, f"target_position {obj['target_position']!r} is not an integer"
-        actor = own_position(obj["pick_fish"])
+        actor = own_position(obj["pick_fish"], upstream=upstream)
         if actor is None or actor not in mine:
             return None, f"pick_fish {obj['pick_fish']!r} is not one of your living fish"
         if kind == "normal":
             if target not in theirs:
                 return None, f"position {target} is not a living enemy fish"
             return Move("normal", actor, target), ""
+        if upstream and obj["pick_fish"] not in LINEUP:  # upstream's skill check knows the fish by name only
+            return None, f"pick_fish {obj['pick_fish']!r}: a skill needs the fish's name"
         if own[actor].kind in (SPRAY, EEL):
             return Move("active", actor), ""
         if target not in mine or target == actor:
             return None, f"{own[actor].kind}'s infight needs a living teammate other than itself, not position {target}"
         return Move("active", actor, target), ""
 
-    return _first_valid(reply, check, "action")
+    parsed = _first_valid(reply, check, "action")
+    if upstream and parsed.move is not None and parsed.move.kind == "active" and not client_sends(own[parsed.move.actor].kind):
+        return Parsed(text=parsed.text, error=_REFUSAL[own[parsed.move.actor].kind], refused=True)
+    return parsed
 
 
 def move_json(move: Move, game: Game, seat: int) -> str:
