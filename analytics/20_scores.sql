@@ -12,8 +12,9 @@ SELECT * FROM (VALUES
     (8, 'mind2web', 'WB', 11.6, 'step success rate')
 ) AS w(position, env, abbrev, weight_inv, metric);
 
--- env_scores: each model x env's metric = mean of episodes.score over the model's own outcomes
--- (infrastructure failures are not in the denominator; they are counted in the infra columns).
+-- env_scores: each model x env x configuration's metric = mean of episodes.score over the model's own outcomes
+-- (infrastructure failures are not in the denominator; they are counted in the infra columns). One row per
+-- deciding configuration (config_id, see episode_outcomes): two configurations are never one score.
 -- is_binary = every counted score is 0 or 1, and then wilson_low/wilson_high is the 95% Wilson interval;
 -- for other metrics the report computes a bootstrap interval (Python, fixed seed).
 CREATE OR REPLACE VIEW env_scores AS
@@ -28,9 +29,10 @@ WITH agg AS (
         count(*) FILTER (WHERE status = 'env_error') AS env_errors,
         count(*) FILTER (WHERE status = 'model_error') AS model_errors,
         count(*) FILTER (WHERE status = 'cancelled') AS cancelled,
-        count(*) AS episodes
+        count(*) AS episodes,
+        config_id
     FROM episode_outcomes
-    GROUP BY model, env
+    GROUP BY model, env, config_id
 ), wil AS (
     SELECT *,
         1.959963984540054 AS z
@@ -53,11 +55,12 @@ SELECT
     env_errors,
     model_errors,
     cancelled,
-    episodes
+    episodes,
+    config_id
 FROM wil
 LEFT JOIN agentbench_weights AS w USING (env);
 
--- overall_score: the AgentBench overall score per model, OA = mean over environments of
+-- overall_score: the AgentBench overall score per model and configuration, OA = mean over environments of
 -- (score in percent) / weight_inv. With all eight environments run it is the paper's OA; otherwise it
 -- is the mean over the environments that were run, labelled partial.
 CREATE OR REPLACE VIEW overall_score AS
@@ -69,8 +72,9 @@ SELECT
     CASE WHEN count(*) = 8 THEN 'OA'
          ELSE 'OA (partial: ' || count(*) || ' of 8 environments: '
               || string_agg(w.abbrev, ', ' ORDER BY w.position) || ')'
-    END AS label
+    END AS label,
+    s.config_id
 FROM env_scores AS s
 JOIN agentbench_weights AS w USING (env)
 WHERE s.n > 0
-GROUP BY s.model;
+GROUP BY s.model, s.config_id;

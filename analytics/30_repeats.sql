@@ -1,5 +1,5 @@
--- task_repeats: per model x env x task, how many counted repeats (infrastructure failures left out)
--- and how many succeeded: the input of pass@k and pass^k (computed by the report for k = 1..min n).
+-- task_repeats: per model x env x configuration x task, how many counted repeats (infrastructure failures left
+-- out) and how many succeeded: the input of pass@k and pass^k (computed by the report for k = 1..min n).
 CREATE OR REPLACE VIEW task_repeats AS
 SELECT
     model,
@@ -8,18 +8,19 @@ SELECT
     task_id,
     count(*) AS n,
     count(*) FILTER (WHERE coalesce(success, false)) AS c,
-    avg(counted_score) AS mean_score
+    avg(counted_score) AS mean_score,
+    config_id
 FROM episode_outcomes
 WHERE NOT infra
-GROUP BY model, env, split, task_id;
+GROUP BY model, env, config_id, split, task_id;
 
--- repeat_spread: run-to-run spread: the metric of each repeat index, then their mean/stddev/min/max.
+-- repeat_spread: run-to-run spread (per model x env x configuration): the metric of each repeat index, then their mean/stddev/min/max.
 CREATE OR REPLACE VIEW repeat_spread AS
 WITH per_repeat AS (
-    SELECT model, env, repeat, avg(counted_score) AS score, count(*) AS n
+    SELECT model, env, config_id, repeat, avg(counted_score) AS score, count(*) AS n
     FROM episode_outcomes
     WHERE NOT infra
-    GROUP BY model, env, repeat
+    GROUP BY model, env, config_id, repeat
 )
 SELECT
     model,
@@ -28,6 +29,7 @@ SELECT
     avg(score) AS mean_score,
     stddev_samp(score) AS stddev,
     min(score) AS min_score,
-    max(score) AS max_score
+    max(score) AS max_score,
+    config_id
 FROM per_repeat
-GROUP BY model, env;
+GROUP BY model, env, config_id;

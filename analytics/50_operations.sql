@@ -96,3 +96,46 @@ SELECT
     t.reasoning_chars
 FROM c
 LEFT JOIN t ON c.caller = 'agent' AND c.model = t.model AND c.env IS NOT DISTINCT FROM t.env;
+
+-- call_rates: per model, HTTP attempts per second of wall-clock time: calls / the wall-clock seconds of the runs
+-- that made them (run_states.wall_s: a run's start to its end, idle seconds included), beside the busiest
+-- second (peak_calls_per_s) and the seconds that had a call at all.
+CREATE OR REPLACE VIEW call_rates AS
+WITH per_run AS (
+    SELECT call_model AS model, run_id, count(*) AS calls, min(started_at) AS first_call_at, max(started_at) AS last_call_at
+    FROM calls
+    GROUP BY ALL
+), peaks AS (
+    SELECT model, max(calls) AS peak_calls_per_s, count(*) AS seconds_with_calls FROM calls_per_second GROUP BY model
+)
+SELECT
+    p.model,
+    sum(p.calls)::BIGINT AS calls,
+    sum(s.wall_s) AS run_seconds,
+    sum(p.calls) / nullif(sum(s.wall_s), 0) AS calls_per_s,
+    any_value(k.peak_calls_per_s) AS peak_calls_per_s,
+    any_value(k.seconds_with_calls) AS seconds_with_calls,
+    min(p.first_call_at) AS first_call_at,
+    max(p.last_call_at) AS last_call_at
+FROM per_run AS p
+LEFT JOIN run_states AS s USING (run_id)
+LEFT JOIN peaks AS k ON k.model IS NOT DISTINCT FROM p.model
+GROUP BY p.model;
+
+-- tools_mode_replies: per model x environment, the model's own replies in tools mode (action_mode = 'tools'),
+-- those without tool_calls, and how many of those carry text that looks like a call written out as JSON
+-- ({"name": ..., "arguments": ...} or {"function": ...}, maybe in a ``` block): a server that does not fill
+-- tool_calls (llama-cpp-python's default chat handler, llama.cpp without --jinja) answers like that, and every
+-- episode then fails 'no tool call'. Reports and the end of a run print a hint when there are such replies.
+CREATE OR REPLACE VIEW tools_mode_replies AS
+SELECT
+    e.model,
+    e.env,
+    count(*) AS replies,
+    count(*) FILTER (WHERE t.tool_calls IS NULL) AS without_tool_calls,
+    count(*) FILTER (WHERE t.tool_calls IS NULL AND regexp_matches(coalesce(t.content, ''),
+        '^\s*(```[a-z]*\s*)?[\[{]\s*(\{\s*)?"(name|function|tool|tool_name)"\s*:', 's')) AS json_like_calls
+FROM turns AS t
+JOIN episodes AS e USING (run_id, episode_id)
+WHERE e.action_mode = 'tools' AND t.role = 'assistant' AND t.turn > 0 AND NOT coalesce(t.injected, false)
+GROUP BY ALL;

@@ -7,6 +7,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
 import yaml
@@ -69,12 +70,7 @@ class RunConfig:
         the same results; changing anything else is a different run."""
 
         def gen(m: ModelConfig) -> dict[str, Any]:
-            decisive = {k: getattr(m, k) for k in ("name", "provider", "model", "temperature", "max_tokens", "extra_body", "context_window")}
-            # reasoning settings count only when set, so files written before they existed still resume
-            decisive.update({k: getattr(m, k) for k in ("max_tokens_param", "reasoning_effort", "thinking") if getattr(m, k) is not None})
-            if m.reasoning_handling != "separate":
-                decisive["reasoning_handling"] = m.reasoning_handling
-            return decisive
+            return deciding_model_fields(m.__dict__)
 
         decisive = {
             "models": sorted((gen(m) for m in self.models), key=lambda d: d["name"]),
@@ -87,6 +83,17 @@ class RunConfig:
             "seed": self.seed,
         }
         return hashlib.sha256(json.dumps(decisive, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def deciding_model_fields(model: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields of a model's config (``ModelConfig`` fields, or a stored ``runs.config`` models entry) that decide
+    its results: they are in the run's fingerprint, and reports tell configurations apart by them."""
+    decisive = {k: model.get(k) for k in ("name", "provider", "model", "temperature", "max_tokens", "extra_body", "context_window")}
+    # reasoning settings count only when set, so files written before they existed still resume
+    decisive.update({k: model[k] for k in ("max_tokens_param", "reasoning_effort", "thinking") if model.get(k) is not None})
+    if model.get("reasoning_handling", "separate") != "separate":
+        decisive["reasoning_handling"] = model["reasoning_handling"]
+    return decisive
 
 
 _TOP_KEYS = {

@@ -34,14 +34,17 @@ PAPER_TITLES: dict[str, str] = {
 }
 
 
+KEYS = ["model", "env", "config_id"]  # one row per model x env x deciding configuration (analytics/configs.py)
+
+
 def class_counts(res: Results) -> pl.DataFrame:
-    """One row per model x env, a count column per failure class (all nine, zeros included) and ``total``."""
+    """One row per model x env x configuration, a count column per failure class (all nine, zeros included) and
+    ``total``."""
     long = res.failure_classes
-    keys = res.episodes.select("model", "env").unique().sort("model", "env")
-    out = keys
+    out = res.episodes.select(KEYS).unique().sort(KEYS)
     for cls in FAILURE_CLASSES:
-        part = long.filter(pl.col("failure_class") == cls).select("model", "env", pl.col("episodes").alias(cls))
-        out = out.join(part, on=["model", "env"], how="left")
+        part = long.filter(pl.col("failure_class") == cls).select(*KEYS, pl.col("episodes").alias(cls))
+        out = out.join(part, on=KEYS, how="left")
     out = out.with_columns(pl.col(c).fill_null(0).cast(pl.Int64) for c in FAILURE_CLASSES)
     return out.with_columns(pl.sum_horizontal(*FAILURE_CLASSES).alias("total"))
 
@@ -52,18 +55,23 @@ def class_shares(counts: pl.DataFrame) -> pl.DataFrame:
 
 
 def paper_table(res: Results) -> pl.DataFrame:
-    """AgentBench's outcome table (paper convention): shares of the five columns per model x env."""
-    return res.paper_failure_table.sort("model", "env")
+    """AgentBench's outcome table (paper convention): shares of the five columns per model x env x configuration."""
+    return res.paper_failure_table.sort(KEYS)
 
 
 def top_reasons(res: Results, per_class: int = 3) -> pl.DataFrame:
-    """The ``per_class`` most frequent reasons of every non-success class per model x env."""
+    """The ``per_class`` most frequent reasons of every non-success class per model x env x configuration."""
     reasons = res.failure_reasons
     if reasons.is_empty():
         return reasons
     return (
-        reasons.sort(["model", "env", "failure_class", "episodes", "reason"], descending=[False, False, False, True, False])
-        .with_columns(pl.int_range(pl.len()).over("model", "env", "failure_class").alias("rank"))
+        reasons.sort([*KEYS, "failure_class", "episodes", "reason"], descending=[False, False, False, False, True, False])
+        .with_columns(pl.int_range(pl.len()).over(*KEYS, "failure_class").alias("rank"))
         .filter(pl.col("rank") < per_class)
         .drop("rank")
     )
+
+
+def solved_notes(res: Results) -> pl.DataFrame:
+    """Solved episodes whose status is not 'completed' (the ``solved_notes`` view): how they ended, upstream's way."""
+    return res.solved_notes.sort(*KEYS, "status")

@@ -46,11 +46,14 @@ class Results:
     view and ``sql(query)`` runs any query. Frames are read when first used.
     """
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, paths: list[Path], live_files: list[Path] | None = None) -> None:
+    def __init__(self, con: duckdb.DuckDBPyConnection, paths: list[Path], live_files: list[Path] | None = None,
+                 pool: bool = False) -> None:  # fmt: skip
         self.con = con
         self.paths = paths
         self.live_files: list[Path] = live_files or []  # the opened files a run is writing right now
+        self.pooled = pool  # configurations merged into one row per model x env (analytics/configs.py)
         self._cache: dict[str, pl.DataFrame] = {}
+        _set_pool(con, pool)
 
     # -- frames --------------------------------------------------------------------------------------
     def sql(self, query: str, params: Sequence[Any] | None = None) -> pl.DataFrame:
@@ -80,6 +83,7 @@ class Results:
             con, live = _open(self.paths)
             self.con.close()
             self.con, self.live_files = con, live
+            _set_pool(con, self.pooled)
         self._cache.clear()
         return self
 
@@ -214,8 +218,9 @@ def _columns(con: duckdb.DuckDBPyConnection, database: str, schema: str, table: 
 
 def _missing_columns(present: set[str], table: str) -> str:
     """NULL columns for what a file written by an older version lacks (e.g. ``episodes.paper_status``), so the
-    views see the current schema whatever the files' ages."""
-    return "".join(f", NULL::{sql_type} AS {column}" for t, column, sql_type in ADDED_COLUMNS if t == table and column not in present)
+    views see the current schema whatever the files' ages (``live_turns`` has every column of ``turns``)."""
+    like = "turns" if table == "live_turns" else table
+    return "".join(f", NULL::{sql_type} AS {column}" for t, column, sql_type in ADDED_COLUMNS if t == like and column not in present)
 
 
 def _open(paths: list[Path]) -> tuple[duckdb.DuckDBPyConnection, list[Path]]:
@@ -261,8 +266,16 @@ def _open_once(paths: list[Path]) -> tuple[duckdb.DuckDBPyConnection, list[Path]
     return con, [path for path, (_, _, live) in zip(paths, sources) if live]
 
 
-def load(path_or_paths: str | Path | Iterable[str | Path]) -> Results:
+def _set_pool(con: duckdb.DuckDBPyConnection, pool: bool) -> None:
+    """Whether the views merge the deciding configurations of a model x env into one row (episode_outcomes.config_id)."""
+    con.execute(f"SET VARIABLE agentbench_pool = {'true' if pool else 'false'}")
+
+
+def load(path_or_paths: str | Path | Iterable[str | Path], *, pool: bool = False) -> Results:
     """Open one result file or several (read-only) and return their frames and views.
+
+    Scores and failure tables have one row per model x env x deciding configuration (``config_id``); ``pool``
+    merges the configurations of each model x env into one row (``config_id`` 'pooled').
 
     A file that a run is writing is read from the snapshot its writer publishes (``Results.live_files``,
     ``Results.live_status()``, ``Results.refresh()``); its unfinished episodes' turns are in ``live_turns``.
@@ -278,4 +291,4 @@ def load(path_or_paths: str | Path | Iterable[str | Path]) -> Results:
     if not paths:
         raise ReportError("no result file given")
     con, live = _open(paths)
-    return Results(con, paths, live)
+    return Results(con, paths, live, pool)

@@ -1,5 +1,5 @@
 """Operations: tokens, cost (analytics/60_cost.sql), prompt caching, latency percentiles, HTTP statuses and
-retries, calls per second."""
+retries, calls per second, how the runs ended, and the tools-mode hint."""
 
 from __future__ import annotations
 
@@ -66,3 +66,29 @@ def reasoning_table(res: Results) -> pl.DataFrame:
 def throughput_table(res: Results) -> pl.DataFrame:
     """Calls per second over time per model (one row per wall-clock second with calls)."""
     return res.calls_per_second.sort("model", "second")
+
+
+def run_states(res: Results) -> pl.DataFrame:
+    """The ``run_states`` view with ``live``: the run is writing its file right now (its snapshot is what was read),
+    so a 'not finished' run is either live or was stopped without recording its end (killed)."""
+    states = res.run_states.sort("created_at")
+    live_runs = {status.run_id for status in (res.live_status(p) for p in res.live_files) if status is not None}
+    return states.with_columns(pl.col("run_id").is_in(list(live_runs)).alias("live"))
+
+
+def tool_call_hints(res: Results) -> list[str]:
+    """One line per model whose tools-mode replies carried no tool_calls but a call written out as JSON in the
+    text (the ``tools_mode_replies`` view): the server probably does not fill tool_calls, and how to check."""
+    frame = res.tools_mode_replies
+    if frame.is_empty():
+        return []
+    per_model = frame.group_by("model").agg(pl.col("replies").sum(), pl.col("without_tool_calls").sum(), pl.col("json_like_calls").sum())
+    lines = []
+    for r in per_model.filter(pl.col("json_like_calls") > 0).sort("model").iter_rows(named=True):
+        lines.append(
+            f"hint: {r['model']}: {r['json_like_calls']:,} of its {r['replies']:,} replies in tools mode had no tool_calls but JSON "
+            "that looks like a call in their text: its server may not support tool calls (llama.cpp needs --jinja, vLLM "
+            "--enable-auto-tool-choice --tool-call-parser, llama-cpp-python a function-calling chat format); check by sending it "
+            "one request with 'tools' and looking for message.tool_calls in the reply, or use --action-mode text"
+        )
+    return lines

@@ -1,4 +1,4 @@
-"""Repeats: pass@k and pass^k per model x environment, and the run-to-run spread."""
+"""Repeats: pass@k and pass^k per model x environment x configuration, and the run-to-run spread."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ def pass_k_table(res: Results) -> pl.DataFrame:
     """
     tasks = res.task_repeats
     rows = []
-    for (model, env), group in tasks.group_by(["model", "env"], maintain_order=True):
+    for (model, env, config_id), group in tasks.group_by(["model", "env", "config_id"], maintain_order=True):
         k_max = int(group["n"].min())
         if int(group["n"].max()) < 2:
             continue
@@ -25,16 +25,18 @@ def pass_k_table(res: Results) -> pl.DataFrame:
                 {
                     "model": model,
                     "env": env,
+                    "config_id": config_id,
                     "k": k,
                     "tasks": len(pairs),
                     "pass_at_k": sum(pass_at_k(n, c, k) for n, c in pairs) / len(pairs),
                     "pass_hat_k": sum(pass_hat_k(n, c, k) for n, c in pairs) / len(pairs),
                 }
             )
-    schema = {"model": pl.Utf8, "env": pl.Utf8, "k": pl.Int64, "tasks": pl.Int64, "pass_at_k": pl.Float64, "pass_hat_k": pl.Float64}
-    return pl.DataFrame(rows, schema=schema).sort("model", "env", "k")
+    schema = {"model": pl.Utf8, "env": pl.Utf8, "config_id": pl.Utf8, "k": pl.Int64, "tasks": pl.Int64, "pass_at_k": pl.Float64,
+              "pass_hat_k": pl.Float64}  # fmt: skip
+    return pl.DataFrame(rows, schema=schema).sort("model", "env", "config_id", "k")
 
 
 def spread_table(res: Results) -> pl.DataFrame:
     """The ``repeat_spread`` view, only for model x env with more than one repeat."""
-    return res.repeat_spread.filter(pl.col("repeats") > 1).sort("model", "env")
+    return res.repeat_spread.filter(pl.col("repeats") > 1).sort("model", "env", "config_id")

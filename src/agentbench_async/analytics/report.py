@@ -9,7 +9,7 @@ from typing import Any
 
 import polars as pl
 
-from . import failures, operations, repeats, run_settings, scores
+from . import configs, failures, operations, repeats, run_settings, scores
 from .loading import Results
 from .operations import Prices
 
@@ -32,6 +32,15 @@ class Report:
     throughput: pl.DataFrame
     reasoning: pl.DataFrame | None = None  # reasoning_usage rows of models that thought (empty if none)
     cost: pl.DataFrame | None = None  # cost_by_model_env rows of models with a price (empty if none)
+    # Deciding configurations (configs.py): the frames above have config_id and config (its label, '' when a
+    # model x env has one configuration); configs lists them, pooled says the reader merged them (--pool).
+    configs: pl.DataFrame | None = None
+    pooled: bool = False
+    solved: pl.DataFrame | None = None  # solved episodes whose status is not 'completed' (failures.solved_notes)
+    run_states: pl.DataFrame | None = None  # run_states + live (a run writing the file now)
+    resume: pl.DataFrame | None = None  # resume_work: what running the same command again would re-run
+    rates: pl.DataFrame | None = None  # call_rates: calls per wall-clock second of the runs
+    tool_hints: list[str] | None = None  # operations.tool_call_hints
 
     def deviation_groups(self) -> list[tuple[list[str], list[str]]]:
         """(run ids, "setting: value — not comparable ..." lines) per distinct set of deviations."""
@@ -46,20 +55,26 @@ class Report:
         return {
             "files": self.files,
             "runs": _rows(self.runs),
+            "pooled": self.pooled,
+            "configurations": _rows(self.configs) if self.configs is not None else [],
             "settings_differing_from_agentbench": _rows(self.deviations.drop("line")),
             "scores": _rows(self.scores.drop("wilson_low", "wilson_high")),
             "overall": _rows(self.overall),
             "failure_classes": _rows(self.class_counts),
+            "solved_not_completed": _rows(self.solved) if self.solved is not None else [],
             "paper_failure_table": {
                 "convention": "AgentBench paper: Task Limit Exceeded includes environment and API errors; cancelled left out",
                 "rows": _rows(self.paper),
             },
             "failure_reasons": _rows(self.reasons),
             "repeats": {"pass_k": _rows(self.pass_k), "spread": _rows(self.spread)},
+            "resume": _rows(self.resume) if self.resume is not None else [],
             "operations": {
                 "usage": _rows(self.usage),
                 "http_statuses": _rows(self.statuses),
                 "calls_per_second": _rows(self.throughput),
+                "call_rates": _rows(self.rates) if self.rates is not None else [],
+                "hints": self.tool_hints or [],
                 "reasoning": _rows(self.reasoning) if self.reasoning is not None else [],
                 "cost": _rows(self.cost) if self.cost is not None else [],
             },
@@ -92,21 +107,30 @@ def build_report(res: Results, prices: Prices | None = None) -> Report:
         """
     )
     deviations = run_settings.deviation_table(res)
+    table = configs.config_table(res)
+    labelled = env_scores.join(run_settings.score_settings(res, deviations), on=["model", "env", "config_id"], how="left")
     return Report(
         files=[str(p) for p in res.paths],
         runs=runs,
         deviations=deviations,
-        scores=env_scores.join(run_settings.score_settings(res, deviations), on=["model", "env"], how="left"),
-        overall=scores.overall(env_scores),
-        class_counts=failures.class_counts(res),
-        paper=failures.paper_table(res),
-        reasons=failures.top_reasons(res),
-        turns_used=res.turns_used.sort("model", "env", "n_turns"),
-        pass_k=repeats.pass_k_table(res),
-        spread=repeats.spread_table(res),
+        scores=configs.with_labels(labelled, table),
+        overall=configs.with_labels(scores.overall(env_scores), configs.overall_labels(res, table), keys=("model",)),
+        class_counts=configs.with_labels(failures.class_counts(res), table),
+        paper=configs.with_labels(failures.paper_table(res), table),
+        reasons=configs.with_labels(failures.top_reasons(res), table),
+        turns_used=res.turns_used.sort("model", "env", "config_id", "n_turns"),
+        pass_k=configs.with_labels(repeats.pass_k_table(res), table),
+        spread=configs.with_labels(repeats.spread_table(res), table),
         usage=operations.usage_table(res, prices),
         statuses=operations.status_table(res),
         throughput=operations.throughput_table(res),
         reasoning=operations.reasoning_table(res),
         cost=operations.cost_table(res),
+        configs=table,
+        pooled=res.pooled,
+        solved=configs.with_labels(failures.solved_notes(res), table),
+        run_states=operations.run_states(res),
+        resume=res.resume_work.sort("config_id", "status"),
+        rates=res.call_rates.sort("model", nulls_last=True),
+        tool_hints=operations.tool_call_hints(res),
     )

@@ -41,21 +41,23 @@ def deviation_table(res: Results) -> pl.DataFrame:
 
 
 def score_settings(res: Results, table: pl.DataFrame) -> pl.DataFrame:
-    """model, env, settings: for each score, ``AGENTBENCH_SETTINGS`` when no run behind it differs from v0.2 in a
-    way that concerns that environment, else "differs: " + the settings that do (named as in the list above the
-    scores), so a score is never shown without its footnote."""
+    """model, env, config_id, settings: for each score (one per model x env x configuration), ``AGENTBENCH_SETTINGS``
+    when no run behind it differs from v0.2 in a way that concerns that environment, else "differs: " + the
+    settings that do (named as in the list above the scores), so a score is never shown without its footnote."""
+    schema = {"model": pl.String, "env": pl.String, "config_id": pl.String, "settings": pl.String}
     if res.episodes.is_empty():
-        return pl.DataFrame(schema={"model": pl.String, "env": pl.String, "settings": pl.String})
-    pairs = res.episodes.select("model", "env", "run_id").unique()
+        return pl.DataFrame(schema=schema)
+    pairs = res.episodes.select("model", "env", "config_id", "run_id").unique()
     rows = []
-    for (model, env), group in pairs.group_by("model", "env", maintain_order=True):
+    for (model, env, config_id), group in pairs.group_by("model", "env", "config_id", maintain_order=True):
         runs = set(group["run_id"].to_list())
         names: list[str] = []
         for r in table.iter_rows(named=True):
             if r["run_id"] in runs and (not r["envs"] or env in r["envs"].split(",")) and r["setting"] not in names:
                 names.append(r["setting"])
-        rows.append({"model": model, "env": env, "settings": "differs: " + ", ".join(names) if names else AGENTBENCH_SETTINGS})
-    return pl.DataFrame(rows, schema={"model": pl.String, "env": pl.String, "settings": pl.String})
+        rows.append({"model": model, "env": env, "config_id": config_id,
+                     "settings": "differs: " + ", ".join(names) if names else AGENTBENCH_SETTINGS})
+    return pl.DataFrame(rows, schema=schema)
 
 
 def deviation_groups(table: pl.DataFrame, runs: list[str]) -> list[tuple[list[str], list[str]]]:

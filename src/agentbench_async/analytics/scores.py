@@ -9,19 +9,19 @@ from .stats import ABBREV, WEIGHT_INV, bootstrap_interval, overall_score
 
 
 def env_scores(res: Results) -> pl.DataFrame:
-    """The ``env_scores`` view plus ``ci_low``/``ci_high``/``ci_method`` (Wilson for 0/1 scores, from the
-    view; a fixed-seed bootstrap of the mean otherwise)."""
-    base = res.env_scores.sort("model", "env")
+    """The ``env_scores`` view (one row per model x env x configuration) plus ``ci_low``/``ci_high``/``ci_method``
+    (Wilson for 0/1 scores, from the view; a fixed-seed bootstrap of the mean otherwise)."""
+    base = res.env_scores.sort("model", "env", "config_id")
     if base.is_empty():
         return base.with_columns(
             pl.lit(None, pl.Float64).alias("ci_low"), pl.lit(None, pl.Float64).alias("ci_high"), pl.lit(None, pl.Utf8).alias("ci_method")
         )
     values = (
         res.episodes.filter(~pl.col("infra"))
-        .group_by("model", "env")
+        .group_by("model", "env", "config_id")
         .agg(pl.col("counted_score").sort().alias("values"))
     )
-    lookup = {(r["model"], r["env"]): r["values"] for r in values.iter_rows(named=True)}
+    lookup = {(r["model"], r["env"], r["config_id"]): r["values"] for r in values.iter_rows(named=True)}
     lows: list[float | None] = []
     highs: list[float | None] = []
     methods: list[str | None] = []
@@ -35,7 +35,7 @@ def env_scores(res: Results) -> pl.DataFrame:
             highs.append(row["wilson_high"])
             methods.append("wilson")
         else:
-            lo, hi = bootstrap_interval(lookup[(row["model"], row["env"])])
+            lo, hi = bootstrap_interval(lookup[(row["model"], row["env"], row["config_id"])])
             lows.append(lo)
             highs.append(hi)
             methods.append("bootstrap")
@@ -45,19 +45,21 @@ def env_scores(res: Results) -> pl.DataFrame:
 
 
 def overall(scores: pl.DataFrame) -> pl.DataFrame:
-    """OA per model from an ``env_scores`` frame (scores 0..1): complete (all eight environments) or partial.
+    """OA per model and configuration from an ``env_scores`` frame (scores 0..1): complete (all eight environments)
+    or partial.
 
     Environments outside AgentBench's eight (e.g. the ``echo`` self-test) are not in OA.
     """
     rows = []
-    for model in sorted(set(scores["model"].to_list())):
-        sub = scores.filter((pl.col("model") == model) & (pl.col("n") > 0) & pl.col("env").is_in(list(WEIGHT_INV)))
+    for model, config_id in sorted(set(zip(scores["model"].to_list(), scores["config_id"].to_list()))):
+        sub = scores.filter((pl.col("model") == model) & (pl.col("config_id") == config_id) & (pl.col("n") > 0)
+                            & pl.col("env").is_in(list(WEIGHT_INV)))
         per_env = {r["env"]: 100 * r["score"] for r in sub.iter_rows(named=True)}
         if not per_env:
             continue
         oa, complete = overall_score(per_env)
         envs = [ABBREV[e] for e in WEIGHT_INV if e in per_env]
         label = "OA" if complete else f"OA (partial: {len(envs)} of 8 environments: {', '.join(envs)})"
-        rows.append({"model": model, "oa": oa, "complete": complete, "envs_run": len(envs), "label": label})
-    schema = {"model": pl.Utf8, "oa": pl.Float64, "complete": pl.Boolean, "envs_run": pl.Int64, "label": pl.Utf8}
+        rows.append({"model": model, "oa": oa, "complete": complete, "envs_run": len(envs), "label": label, "config_id": config_id})
+    schema = {"model": pl.Utf8, "oa": pl.Float64, "complete": pl.Boolean, "envs_run": pl.Int64, "label": pl.Utf8, "config_id": pl.Utf8}
     return pl.DataFrame(rows, schema=schema)

@@ -19,6 +19,8 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
+from ..wording import counted
+from .configs import several, shown
 from .failures import FAILURE_CLASSES, INFRA_CLASSES, PAPER_COLUMNS, PAPER_TITLES
 from .report import Report
 from .run_settings import AGENTBENCH_SETTINGS
@@ -38,6 +40,16 @@ def _num(value: Any, digits: int = 0) -> str:
     return f"{value:,}"
 
 
+def ms(value: Any) -> str:
+    """Milliseconds as whole numbers (``46,174``); a dash when unknown."""
+    return _num(round(value) if isinstance(value, float) and value == value else value)
+
+
+def _model(row: dict[str, Any]) -> str:
+    """The row's model as a table cell (rich markup escaped), with its configuration's label when it has one."""
+    return escape(shown(row))
+
+
 def _short(text: str | None, limit: int = 80) -> str:
     if not text:
         return ""
@@ -55,7 +67,7 @@ def scores_table(report: Report) -> Table:
         infra_text = "0" if infra == 0 else f"{infra} (env {r['env_errors']}, model {r['model_errors']}, cancelled {r['cancelled']})"
         ci = "–" if r["ci_low"] is None else f"{pct(r['ci_low'])}–{pct(r['ci_high'])} ({r['ci_method']})"
         settings = r.get("settings") or AGENTBENCH_SETTINGS
-        table.add_row(r["model"], r["env"], r["metric"], pct(r["score"]), ci, str(r["n"]), infra_text,
+        table.add_row(_model(r), r["env"], r["metric"], pct(r["score"]), ci, str(r["n"]), infra_text,
                       settings if settings == AGENTBENCH_SETTINGS else f"[yellow]{escape(settings)}[/]")
     return table
 
@@ -66,7 +78,7 @@ def overall_table(report: Report) -> Table:
     table.add_column("OA", justify="right")
     table.add_column("which")
     for r in report.overall.iter_rows(named=True):
-        table.add_row(r["model"], f"{r['oa']:.2f}", r["label"] if r["complete"] else f"[yellow]{r['label']}[/]")
+        table.add_row(_model(r), f"{r['oa']:.2f}", r["label"] if r["complete"] else f"[yellow]{r['label']}[/]")
     return table
 
 
@@ -97,7 +109,7 @@ def classes_table(report: Report, short: bool = False) -> Table:
             cells = [str(r[c]) for c in FAILURE_CLASSES]
         else:
             cells = [f"{r[c]} ({pct(r[c] / r['total'] if r['total'] else None, 0)}%)" if r[c] else "0" for c in FAILURE_CLASSES]
-        table.add_row(r["model"], r["env"], *cells, str(r["total"]))
+        table.add_row(_model(r), r["env"], *cells, str(r["total"]))
     return table
 
 
@@ -112,7 +124,7 @@ def paper_table(report: Report, short: bool = False) -> Table:
         table.add_column(SHORT_CLASSES[col] if short else PAPER_TITLES[col], justify="right")
     table.add_column("episodes", justify="right")
     for r in report.paper.iter_rows(named=True):
-        table.add_row(r["model"], r["env"], *[pct(r[c]) for c in PAPER_COLUMNS], str(r["episodes"]))
+        table.add_row(_model(r), r["env"], *[pct(r[c]) for c in PAPER_COLUMNS], str(r["episodes"]))
     return table
 
 
@@ -126,11 +138,12 @@ def print_reasons(report: Report, console: Console) -> None:
     for r in report.reasons.iter_rows(named=True):
         example = (r["examples"] or [{}])[0]
         turns = f"{_num(r['turns_min'])}/{_num(r['turns_median'], 1)}/{_num(r['turns_max'])}"
-        console.print(f"[bold]{escape(r['model'])}[/] · {r['env']} · {r['failure_class']} · {r['episodes']} episodes · "
+        console.print(f"[bold]{_model(r)}[/] · {r['env']} · {r['failure_class']} · {counted(r['episodes'], 'episode')} · "
                       f"turns min/med/max {turns}", highlight=False)  # fmt: skip
         console.print(f"  reason: {escape(_short(r['reason'], 200))}", highlight=False)
         if example.get("episode_id"):
-            console.print(f"  e.g. {escape(example['episode_id'])}: {escape(_short(example.get('last_output'), 120))}", highlight=False)
+            reply = _short(example.get("last_output"), 120) or "(no reply of the model)"
+            console.print(f"  e.g. {escape(example['episode_id'])}: {escape(reply)}", highlight=False)
 
 
 def reasons_table(report: Report) -> Table:
@@ -140,7 +153,7 @@ def reasons_table(report: Report) -> Table:
     for r in report.reasons.iter_rows(named=True):
         example = (r["examples"] or [{}])[0]
         turns = f"{_num(r['turns_min'])}/{_num(r['turns_median'], 1)}/{_num(r['turns_max'])}"
-        table.add_row(r["model"], r["env"], r["failure_class"], _short(r["reason"], 60), str(r["episodes"]), turns,
+        table.add_row(_model(r), r["env"], r["failure_class"], _short(r["reason"], 60), str(r["episodes"]), turns,
                       example.get("episode_id") or "", _short(example.get("last_output"), 60))
     return table
 
@@ -152,12 +165,12 @@ def repeats_tables(report: Report) -> list[Table]:
     for col in ("model", "env", "k", "tasks", "pass@k", "pass^k"):
         table.add_column(col, justify="right" if col in ("k", "tasks", "pass@k", "pass^k") else "left")
     for r in report.pass_k.iter_rows(named=True):
-        table.add_row(r["model"], r["env"], str(r["k"]), str(r["tasks"]), pct(r["pass_at_k"]), pct(r["pass_hat_k"]))
+        table.add_row(_model(r), r["env"], str(r["k"]), str(r["tasks"]), pct(r["pass_at_k"]), pct(r["pass_hat_k"]))
     spread = Table(title="Run-to-run spread of the score over repeats (%)", title_justify="left")
     for col in ("model", "env", "repeats", "mean", "stddev", "min", "max"):
         spread.add_column(col)
     for r in report.spread.iter_rows(named=True):
-        spread.add_row(r["model"], r["env"], str(r["repeats"]), pct(r["mean_score"]), pct(r["stddev"]), pct(r["min_score"]),
+        spread.add_row(_model(r), r["env"], str(r["repeats"]), pct(r["mean_score"]), pct(r["stddev"]), pct(r["min_score"]),
                        pct(r["max_score"]))
     return [table, spread]
 
@@ -179,6 +192,20 @@ def cost_tables(report: Report) -> list[Table]:
     return [table]
 
 
+def duration(seconds: float | None) -> str:
+    """``47 s``, ``12m05s``, ``2h03m``; a dash when unknown."""
+    if seconds is None or seconds != seconds:
+        return "–"
+    whole = int(round(seconds))
+    if whole < 60:
+        return f"{seconds:.0f} s" if seconds >= 1 else f"{seconds:.1f} s"
+    return f"{whole // 3600}h{whole % 3600 // 60:02d}m" if whole >= 3600 else f"{whole // 60}m{whole % 60:02d}s"
+
+
+def _when(value: Any) -> str:
+    return "–" if value is None else value.strftime("%Y-%m-%d %H:%M:%S") if hasattr(value, "strftime") else str(value)
+
+
 def _usd(value: float | None) -> str:
     return "" if value is None else f"{value:.4f}"
 
@@ -193,8 +220,7 @@ def operations_tables(report: Report) -> list[Table]:
         cost = "no price" if r["cost_usd"] is None else f"{r['cost_usd']:.4f}"
         usage.add_row(r["model"] or "?", r["caller"], _num(r["requests"]), _num(r["attempts"]), _num(r["retries"]),
                       _num(r["failed_attempts"]), _num(r["input_tokens"]), _num(r["output_tokens"]), pct(r.get("cache_hit_share")), cost,
-                      _num(r["latency_p50_ms"], 1), _num(r["latency_p90_ms"], 1), _num(r["latency_p99_ms"], 1),
-                      _num(r["latency_max_ms"], 1))
+                      ms(r["latency_p50_ms"]), ms(r["latency_p90_ms"]), ms(r["latency_p99_ms"]), ms(r["latency_max_ms"]))
     statuses = Table(title="HTTP attempts per status (none = no HTTP answer: timeout or reset; cancelled = abandoned at Ctrl-C)",
                      title_justify="left")
     for col in ("model", "HTTP status", "attempts", "retries", "failed", "mean Retry-After s", "example error"):
@@ -203,16 +229,13 @@ def operations_tables(report: Report) -> list[Table]:
         answer = str(r["http_status"]) if r["http_status"] is not None else "cancelled" if r.get("no_answer") == "cancelled" else "none"
         statuses.add_row(r["model"] or "?", answer, _num(r["attempts"]),
                          _num(r["retries"]), _num(r["failed"]), _num(r["mean_retry_after_s"], 1), _short(r["example_error"], 60))
-    rate = Table(title="Calls per second", title_justify="left")
-    for col in ("model", "seconds with calls", "mean calls/s", "peak calls/s", "first call", "last call"):
-        rate.add_column(col)
-    if not report.throughput.is_empty():
-        per_model = report.throughput.group_by("model", maintain_order=True).agg(
-            pl.len().alias("seconds"), pl.col("calls").mean().alias("mean"), pl.col("calls").max().alias("peak"),
-            pl.col("second").min().alias("first"), pl.col("second").max().alias("last"),
-        )
-        for r in per_model.iter_rows(named=True):
-            rate.add_row(r["model"] or "?", str(r["seconds"]), f"{r['mean']:.1f}", str(r["peak"]), str(r["first"]), str(r["last"]))
+    rate = Table(title="Calls per second of wall-clock time (calls / the runs' duration, idle time included)", title_justify="left")
+    for col in ("model", "calls", "run time", "calls/s", "peak calls/s", "seconds with calls", "first call", "last call"):
+        rate.add_column(col, justify="left" if col in ("model", "first call", "last call") else "right")
+    for r in (report.rates if report.rates is not None else pl.DataFrame()).iter_rows(named=True):
+        per_s = "–" if r["calls_per_s"] is None else f"{r['calls_per_s']:.2f}" if r["calls_per_s"] < 10 else f"{r['calls_per_s']:,.0f}"
+        rate.add_row(r["model"] or "?", _num(r["calls"]), duration(r["run_seconds"]), per_s, _num(r["peak_calls_per_s"]),
+                     _num(r["seconds_with_calls"]), _when(r["first_call_at"]), _when(r["last_call_at"]))
     tables = [usage, *cost_tables(report), statuses, rate]
     if report.reasoning is not None and not report.reasoning.is_empty():
         thinking = Table(title="Reasoning per model × environment (tokens the server reported as thinking; replies cut by the "
@@ -324,20 +347,76 @@ def print_settings(report: Report, console: Console) -> None:
             console.print(f"  [yellow]{line}[/]", highlight=False)
 
 
+def run_state_lines(report: Report) -> list[str]:
+    """Lines for runs that have not finished (one writing the file now, one interrupted, one killed) and what a
+    resume would re-run; none when every run finished and nothing is left to re-run."""
+    lines = []
+    states = report.run_states if report.run_states is not None else pl.DataFrame()
+    for r in states.iter_rows(named=True):
+        when = _when(r["finished_at"] or r["last_activity"])
+        done = counted(r["episodes"], "episode")
+        if r.get("live"):
+            lines.append(f"run {r['run_id']} is writing this file now: this is a snapshot of the {done} it finished so far, "
+                         "not a final result")
+        elif r["state"] == "interrupted":
+            lines.append(f"run {r['run_id']} was interrupted (Ctrl-C) at {when} after {done}")
+        elif r["state"] == "not finished":
+            lines.append(f"run {r['run_id']} did not finish: no end was recorded (its process was stopped or killed; last "
+                         f"activity {when}) after {done}")
+    rerun = report.resume if report.resume is not None else pl.DataFrame()
+    if not rerun.is_empty():
+        per_status = rerun.group_by("status").agg(pl.col("episodes").sum()).sort("status")
+        what = ", ".join(f"{n:,} {s}" for s, n in per_status.iter_rows())
+        lines.append(f"running the same command again resumes: it re-runs {counted(int(per_status['episodes'].sum()), 'episode')} "
+                     f"({what}) and any task not started yet")
+    return lines
+
+
+def config_lines(report: Report) -> list[str]:
+    """What the report did with several configurations of one model x environment (rows kept apart, or pooled)."""
+    table = report.configs if report.configs is not None else pl.DataFrame()
+    if table.is_empty():
+        return []
+    if report.pooled:
+        merged = [f"{r['model']} · {r['env']}" for r in table.iter_rows(named=True) if r["config"]]
+        if not merged:
+            return ["--pool: every model × environment has one configuration; nothing was merged"]
+        return [f"--pool: rows merge several configurations ({', '.join(merged)}); their n counts the episodes of every "
+                "configuration, a task run in two counts twice"]
+    lines = [f"{model} · {env}: {len(labels)} configurations, one row each ({' | '.join(labels)})" for model, env, labels in several(table)]
+    if lines:
+        lines.append("scores are never pooled across configurations; agentbench report --pool merges them anyway")
+    return lines
+
+
+def solved_lines(report: Report) -> list[str]:
+    """Solved episodes whose status word (upstream's) is not 'completed': how they ended."""
+    solved = report.solved if report.solved is not None else pl.DataFrame()
+    return [f"{shown(r)} · {r['env']}: {counted(r['episodes'], 'solved episode')} {r['outcome_note']} (status {r['status']})"
+            for r in solved.iter_rows(named=True)]
+
+
 def render(report: Report, console: Console) -> None:
     """Print every table of the report."""
-    console.print(f"[bold]AgentBench report[/] — {len(report.files)} file(s): {', '.join(report.files)}; "
-                  f"{report.runs.height} run(s), {int(report.class_counts['total'].sum() or 0)} episodes")
+    episodes = int(report.class_counts["total"].sum() or 0)
+    console.print(f"[bold]AgentBench report[/] — {counted(len(report.files), 'file')}: {escape(', '.join(report.files))}; "
+                  f"{counted(report.runs.height, 'run')}, {counted(episodes, 'episode')}", highlight=False)
+    for line in run_state_lines(report):
+        console.print(f"[yellow]{escape(line)}[/]", highlight=False)
     print_settings(report, console)
     if report.class_counts.is_empty():
         console.print("no finished episodes yet")
         return
+    for line in config_lines(report):
+        console.print(f"[yellow]{escape(line)}[/]", highlight=False)
     print_table(console, scores_table(report))
     if not report.overall.is_empty():
         print_table(console, overall_table(report), keys=1)
     classes, paper = classes_table(report), paper_table(report)
     short = _min_width(console, classes) > console.width  # narrow: short class names on purpose, with a legend
     print_table(console, classes_table(report, short=True) if short else classes)
+    for line in solved_lines(report):
+        console.print(f"  {escape(line)}", highlight=False)
     print_table(console, paper_table(report, short=True) if short else paper)
     if short:
         console.print(f"[dim]{CLASS_LEGEND}[/]", highlight=False)
@@ -348,31 +427,48 @@ def render(report: Report, console: Console) -> None:
     if not report.usage.is_empty():
         for table in operations_tables(report):
             print_table(console, table)
+    for line in report.tool_hints or []:
+        console.print(f"[yellow]{escape(line)}[/]", highlight=False)
 
 
 def render_summary(report: Report, console: Console, path: str) -> None:
-    """A short summary (scores per model x env, OA, the most common failure classes) and the commands to see more."""
+    """A short summary (scores per model x env, OA, the most common failure classes, solved episodes whose status
+    word is not 'completed') and the commands to see more. A model with several configurations has a row for each."""
+    for line in run_state_lines(report):
+        console.print(f"[yellow]{escape(line)}[/]", highlight=False)
     if report.class_counts.is_empty():
         console.print("no finished episodes yet")
         return
     envs = sorted(report.scores["env"].unique().to_list())
-    oa = {r["model"]: r["oa"] for r in report.overall.iter_rows(named=True)}
+    oa = {shown(r): r["oa"] for r in report.overall.iter_rows(named=True)}
     table = Table(title="Scores (%) per model and environment, and the overall AgentBench score (OA)", title_justify="left")
     table.add_column("model")
     for env in envs:
         table.add_column(env, justify="right")
     table.add_column("OA", justify="right")
-    for model in sorted(report.scores["model"].unique().to_list()):
-        rows = {r["env"]: r["score"] for r in report.scores.filter(pl.col("model") == model).iter_rows(named=True)}
-        table.add_row(model, *[pct(rows.get(env), 0) if env in rows else "" for env in envs],
-                      f"{oa[model]:.2f}" if model in oa else "–")  # fmt: skip
+    cells: dict[str, dict[str, float | None]] = {}
+    for r in report.scores.iter_rows(named=True):
+        cells.setdefault(shown(r), {})[r["env"]] = r["score"]
+    for name in sorted(cells):
+        table.add_row(escape(name), *[pct(cells[name].get(env), 0) if env in cells[name] else "" for env in envs],
+                      f"{oa[name]:.2f}" if name in oa else "–")  # fmt: skip
     print_table(console, table, keys=1)
+    for line in config_lines(report):
+        console.print(f"[yellow]{escape(line)}[/]", highlight=False)
     console.print("[bold]Most common failure classes[/] (episodes, share of the model's episodes)", highlight=False)
-    per_model = report.class_counts.group_by("model").agg(pl.col(c).sum() for c in (*FAILURE_CLASSES, "total")).sort("model")
-    for r in per_model.iter_rows(named=True):
-        failures = sorted(((r[c], c) for c in FAILURE_CLASSES if c != "completed_success" and r[c]), reverse=True)[:3]
-        listed = ", ".join(f"{c.replace('_', ' ')} {n} ({pct(n / r['total'], 0)}%)" for n, c in failures) or "none"
-        console.print(f"  {escape(r['model'])}: {listed}", highlight=False)
+    totals: dict[str, dict[str, int]] = {}
+    for r in report.class_counts.iter_rows(named=True):
+        into = totals.setdefault(shown(r), dict.fromkeys((*FAILURE_CLASSES, "total"), 0))
+        for c in (*FAILURE_CLASSES, "total"):
+            into[c] += r[c]
+    for name, t in sorted(totals.items()):
+        failures = sorted(((t[c], c) for c in FAILURE_CLASSES if c != "completed_success" and t[c]), reverse=True)[:3]
+        listed = ", ".join(f"{c.replace('_', ' ')} {n} ({pct(n / t['total'], 0)}%)" for n, c in failures) or "none"
+        console.print(f"  {escape(name)}: {listed}", highlight=False)
+    for line in solved_lines(report):
+        console.print(f"  {escape(line)}", highlight=False)
+    for line in report.tool_hints or []:
+        console.print(f"[yellow]{escape(line)}[/]", highlight=False)
     quoted = path if " " not in path else f'"{path}"'
     console.print("[bold]See more:[/] every table; the same in the browser (failure classes -> episodes -> transcripts); "
                   "one episode's transcript", highlight=False)

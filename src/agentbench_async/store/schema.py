@@ -10,6 +10,7 @@ from __future__ import annotations
 import duckdb
 
 from ..resources import analytics_dir
+from .live import create_live_turns
 
 TABLES_DDL = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -139,10 +140,12 @@ ADDED_COLUMNS: tuple[tuple[str, str, str], ...] = (
 
 
 def create_schema(con: duckdb.DuckDBPyConnection) -> None:
-    """Create the tables (idempotent), add columns newer than the file, (re)create the analytics views."""
+    """Create the tables (idempotent, ``live_turns`` too: views read it), add columns newer than the file,
+    (re)create the analytics views."""
     con.execute(TABLES_DDL)
     for table, column, sql_type in ADDED_COLUMNS:
         con.execute(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {column} {sql_type}")
+    create_live_turns(con)
     create_views(con)
 
 

@@ -94,7 +94,7 @@ def overview(res: Results, source: Source) -> Overview:
             pl.when(pl.col("n") == 0).then(None).when(pl.col("is_binary")).then(pl.lit("wilson")).otherwise(pl.lit(PENDING))
             .alias("ci_method"))
     table = deviation_table(res)
-    env_scores = env_scores.join(score_settings(res, table), on=["model", "env"], how="left")
+    env_scores = env_scores.join(score_settings(res, table), on=["model", "env", "config_id"], how="left")
     groups = deviation_groups(table, runs["run_id"].to_list())
     return Overview(runs, env_scores, scores.overall(env_scores), [str(p) for p in res.live_files], pending, groups)
 
