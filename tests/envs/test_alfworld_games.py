@@ -4,10 +4,12 @@ env_error, memory of closed games released."""
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import importlib.util
 import json
 import os
+import re
 import signal
 from collections import Counter
 from collections.abc import AsyncIterator
@@ -182,6 +184,24 @@ async def test_closed_games_release_their_memory() -> None:
         await pool.close()
 
 
+def _upstream_first_prompt(data_dir: Path, game: str, reset: str, commands: list[str]) -> list[dict[str, str]]:
+    """v0.2's ``ALFWorld.alfworld_run`` before the first model call, rebuilt from its source file's strings (taken
+    out with a regex and literal_eval, independently of the environment's reader); "agent" is sent as "assistant"."""
+    source = (data_dir / "upstream-prompts/v0.2/src/server/tasks/alfworld/task.py").read_text()
+    instruction = ast.literal_eval(re.search(r"def get_task_instruction\(\):\n(?:\s*#.*\n)*\s*return (\".*\")\n", source).group(1))  # type: ignore[union-attr]
+    ack = ast.literal_eval(re.search(r'\{"role": "agent", "content": ("[^"]*")\}', source).group(1))  # type: ignore[union-attr]
+    prompts = json.loads((data_dir / "alfworld/prompts/alfworld_multiturn_plan_first.json").read_text())
+    prefixes = {"pick_and_place": "put", "pick_clean_then_place": "clean", "pick_heat_then_place": "heat",
+                "pick_cool_then_place": "cool", "look_at_obj": "examine", "pick_two_obj": "puttwo"}  # upstream's self.prefixes
+    name = "/".join(game.split("/")[-3:-1])
+    history = list(next(prompts[v] for k, v in prefixes.items() if name.startswith(k)))
+    history[0] = "Here is one example.\n" + history[0]
+    ob = "\n".join(reset.split("\n\n")[1:])
+    return [{"role": "user", "content": instruction}, {"role": "assistant", "content": ack},
+            *({"role": "user" if i % 2 == 0 else "assistant", "content": h} for i, h in enumerate(history)),
+            {"role": "user", "content": "Here is your task. " + ob + " AVAILABLE ACTIONS: " + "\n".join(commands) + "\n"}]  # fmt: skip
+
+
 async def test_official_split_and_prompts_play_games_under_alfworld_data(official_data_dir: Path, tmp_path: Path) -> None:
     """--data-dir (AgentBench's split files and prompt file) + --alfworld-data (the games): the official
     dev split's game paths are resolved under the ALFWorld data folder. The official games are not here, so
@@ -204,12 +224,14 @@ async def test_official_split_and_prompts_play_games_under_alfworld_data(officia
         assert len(tasks) == 6 and all(t.source == "official" and t.data["walkthrough"] for t in tasks)
         records = await asyncio.gather(*(play(official, t, "oracle") for t in tasks))
         assert [r.status for r in records] == [st.COMPLETED] * 6 and all(r.source == "official" for r in records)
-        # the one-shot example is AgentBench's own prompt file's
-        session = await official.open_session(tasks[0], EpisodeContext(episode_id="p", action_mode="text"))
-        messages = await session.begin()
-        await session.close()
-        upstream = json.loads((official_data_dir / "alfworld" / "prompts" / "alfworld_multiturn_plan_first.json").read_text())
-        assert messages[2]["content"] == "Here is one example.\n" + upstream[tasks[0].data["prompt"]][0]
+        # the first prompt is what AgentBench v0.2 sends, character for character, for each task type
+        for task in tasks:
+            session = await official.open_session(task, EpisodeContext(episode_id="p", action_mode="text"))
+            messages = await session.begin()
+            await session.close()
+            game, state = await official.pool.open(str(tmp_path / task.data["game"]))  # type: ignore[union-attr]
+            await game.close()
+            assert messages == _upstream_first_prompt(official_data_dir, task.data["game"], state.feedback, state.admissible)
         # a game of the split that is not under the data folder: env_error naming the file
         missing = next(t for t in official.tasks("dev") if not (tmp_path / t.data["game"]).is_file())
         record = await play(official, missing, "oracle")

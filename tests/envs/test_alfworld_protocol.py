@@ -8,13 +8,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from agentbench_async import statuses as st
 from agentbench_async.envs.alfworld import ALFWorldEnvironment
 from agentbench_async.envs.alfworld.engine import GameState
 from agentbench_async.envs.alfworld.parsing import extract_action, nearest_admissible, repeats, sentence_bleu
-from agentbench_async.envs.alfworld.prompts import available_actions, first_observation, step_observation
-from agentbench_async.envs.alfworld.session import MAX_STEPS, ALFWorldSession
+from agentbench_async.envs.alfworld.prompts import OWN_PROMPTS, Prompts, available_actions, first_observation, load_prompts, step_observation
+from agentbench_async.envs.alfworld.session import FC_MAX_STEPS, MAX_STEPS, ALFWorldSession
 from agentbench_async.envs.base import EpisodeContext, Task
 from agentbench_async.errors import ConfigError
 from agentbench_async.types import ModelReply, ToolCall
@@ -106,12 +107,13 @@ class _Pool:
 EXAMPLE = ["Room text.\nYour task is to: x.\n", "THOUGHT: plan\n ACTION: look\n", "Nothing.\n", "ACTION: Task complete.\n"]
 
 
-async def _session(tmp_path: Path, script: dict[str, tuple[str, bool]] | None = None, mode: str = "text") -> tuple[ALFWorldSession, _Game, list[Any]]:
+async def _session(tmp_path: Path, script: dict[str, tuple[str, bool]] | None = None, mode: str = "text",
+                   prompts: Prompts = OWN_PROMPTS) -> tuple[ALFWorldSession, _Game, list[Any]]:  # fmt: skip
     game_file = tmp_path / "game.tw-pddl"
     game_file.write_text("{}")
     game = _Game(script or {"go to desk 1": ("You arrive at loc 2. On the desk 1, you see a pencil 1.", False)})
     task = Task(env="alfworld", split="dev", task_id="dev-000", data={"type": "pick_and_place", "prompt": "put", "game": "g"})
-    session = ALFWorldSession(_Pool(game), task, EpisodeContext(episode_id="e", action_mode=mode), game_file, EXAMPLE)  # type: ignore[arg-type]
+    session = ALFWorldSession(_Pool(game), task, EpisodeContext(episode_id="e", action_mode=mode), game_file, EXAMPLE, prompts)  # type: ignore[arg-type]
     messages = await session.begin()
     return session, game, messages
 
@@ -237,6 +239,23 @@ async def test_tools_mode_statuses_without_bad_calls(tmp_path: Path) -> None:
     assert steps[-1].outcome.paper_status == st.PAPER_AGENT_INVALID_ACTION
     limit = await session.on_turn_limit()
     assert limit.paper_status == st.PAPER_TASK_LIMIT_REACHED
+
+
+async def test_tools_mode_has_agentbench_fc_tool_and_step_limit(tmp_path: Path, official_data_dir: Path) -> None:
+    fc = yaml.safe_load((official_data_dir / "upstream-prompts/fc/configs/tasks/alfworld.yaml").read_text())["default"]["parameters"]
+    assert FC_MAX_STEPS == fc["max_step"] and fc["split"] == "new_std"
+    session, game, _ = await _session(tmp_path, mode="tools", prompts=load_prompts(official_data_dir))
+    assert session.tools() == fc["tools"]  # FC's take_action, as its config defines it (read at run time)
+    assert (await _session(tmp_path, mode="tools"))[0].tools() == OWN_PROMPTS.tools  # built-in: our wording, same shape
+    assert [t["function"]["name"] for t in OWN_PROMPTS.tools] == ["take_action"]
+    actions = ["look", "inventory", "go to desk 1"]  # never three alike: only the step limit ends it
+    steps = [await session.step(ModelReply(content="", tool_calls=[ToolCall(id=f"c{i}", name="take_action",
+                                                                               arguments=json.dumps({"action": actions[i % 3]}))]))
+             for i in range(FC_MAX_STEPS)]  # fmt: skip
+    assert [s.outcome is None for s in steps] == [True] * (FC_MAX_STEPS - 1) + [False]
+    outcome = steps[-1].outcome
+    assert outcome is not None and outcome.status == st.TASK_LIMIT_EXCEEDED and outcome.error == "20 turns without finishing the task"
+    assert len(game.sent) == FC_MAX_STEPS
 
 
 def test_options_are_checked() -> None:

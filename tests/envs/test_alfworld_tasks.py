@@ -11,7 +11,8 @@ import pytest
 
 from agentbench_async.envs.alfworld import ALFWorldEnvironment
 from agentbench_async.envs.alfworld.tasks import PROMPT_KEYS, TASK_TYPES, builtin_root, load_examples, require_official_root
-from agentbench_async.errors import EnvUnavailableError, TaskFileError
+from agentbench_async.envs.alfworld.prompts import load_prompts
+from agentbench_async.errors import ConfigError, EnvUnavailableError, TaskFileError
 from support import load_generator, require
 
 HAS_ENGINE = all(importlib.util.find_spec(m) is not None for m in ("alfworld", "textworld", "fast_downward"))
@@ -32,6 +33,29 @@ def test_official_split_files_load_with_readme_counts(official_data_dir: Path) -
     assert test[0].data["game"].endswith("/game.tw-pddl")
     # the data dir may also be the alfworld folder itself
     assert ALFWorldEnvironment(data_dir=official_data_dir / "alfworld").count("dev") == 20
+
+
+def test_agentbench_fc_split_and_what_a_run_records_as_differing(official_data_dir: Path) -> None:
+    fc = ALFWorldEnvironment(data_dir=official_data_dir, options={"official_variant": "fc"})
+    test = list(fc.tasks("test"))
+    assert len(test) == 109 and [Counter(t.data["type"] for t in test)[k] for k in TASK_TYPES] == [9, 5, 27, 29, 18, 21]
+    assert fc.count("dev") == 20  # FC has no dev split of its own: v0.2's
+    with pytest.raises(ConfigError, match="official_variant='fc2' is not one of v0.2, fc"):
+        ALFWorldEnvironment(options={"official_variant": "fc2"})
+    def settings(data_dir: object, mode: str) -> list[str]:
+        return [d.setting for d in ALFWorldEnvironment.deviations(data_dir, {}, mode)]
+    assert settings(str(official_data_dir), "text") == []  # upstream's prompts are read from the data folder
+    assert settings(None, "text") == ["alfworld.prompts"]
+    assert settings(str(official_data_dir), "tools") == ["alfworld.tools_prompt"]  # FC's system text is not pulled
+    assert settings(None, "tools") == ["alfworld.tools_prompt", "alfworld.tools"]
+
+
+def test_a_data_folder_without_the_upstream_prompt_files_is_one_line(official_data_dir: Path, tmp_path: Path) -> None:
+    (tmp_path / "alfworld").symlink_to(official_data_dir / "alfworld")
+    with pytest.raises(TaskFileError) as info:
+        load_prompts(tmp_path)
+    assert str(info.value) == (f"alfworld: {tmp_path}/upstream-prompts/v0.2/src/server/tasks/alfworld/task.py not found (AgentBench's "
+                               f"prompts are read from it); run `agentbench data pull --dest {tmp_path}`")
 
 
 def test_official_prompt_file_is_loaded_with_data_dir(official_data_dir: Path) -> None:

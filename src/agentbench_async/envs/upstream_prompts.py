@@ -18,7 +18,8 @@ the file is parsed with ``ast`` and only literal values (strings, numbers, lists
     skills = source.literal("self.skill_type", within="Agent.__init__")  # an assignment inside a method
 
 ``upstream_config(data_dir, FC, "alfworld", env="alfworld")`` reads a task config (YAML, parsed with
-``yaml.safe_load``). A missing file is a ``TaskFileError`` of one line naming it and the fix (``agentbench
+``yaml.safe_load``); ``fc_tools(data_dir, "webshop", ("search_action", "click_action"), env="webshop")`` its
+tool definitions. A missing file is a ``TaskFileError`` of one line naming it and the fix (``agentbench
 data pull``); a file that no longer holds what is asked for (another commit) is one line naming the file and
 the name looked up.
 """
@@ -53,7 +54,8 @@ class UpstreamSource:
     path: Path
     tree: ast.Module = field(repr=False)
 
-    def _fail(self, what: str) -> TaskFileError:
+    def error(self, what: str) -> TaskFileError:
+        """A one-line TaskFileError naming this file and what it lacks (e.g. ``"instruction is not a string"``)."""
         return TaskFileError(f"{self.path}: {what} (not the file of the pinned commit? run `agentbench data pull` again)")
 
     def _scope(self, within: str | None) -> list[ast.stmt]:
@@ -66,12 +68,12 @@ class UpstreamSource:
         if owner:
             classes = [n for n in body if isinstance(n, ast.ClassDef) and n.name == owner]
             if not classes:
-                raise self._fail(f"no class {owner!r}")
+                raise self.error(f"no class {owner!r}")
             body = classes[0].body
         for node in body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
                 return node
-        raise self._fail(f"no function {qualname!r}")
+        raise self.error(f"no function {qualname!r}")
 
     def literal(self, name: str, *, within: str | None = None) -> Any:
         """The literal assigned to ``name`` (``x = ...``, ``x: str = ...``, or ``self.x = ...`` when ``name``
@@ -87,9 +89,9 @@ class UpstreamSource:
             if any(ast.unparse(t) == name for t in targets):
                 found = _literal(value)
                 if found is _NOT_LITERAL:
-                    raise self._fail(f"{name!r} is not assigned a literal value")
+                    raise self.error(f"{name!r} is not assigned a literal value")
         if found is _NOT_LITERAL:
-            raise self._fail(f"no assignment to {name!r}" + (f" in {within}" if within else ""))
+            raise self.error(f"no assignment to {name!r}" + (f" in {within}" if within else ""))
         return found
 
     def returned(self, function: str) -> Any:
@@ -99,7 +101,7 @@ class UpstreamSource:
                 value = _literal(node.value)
                 if value is not _NOT_LITERAL:
                     return value
-        raise self._fail(f"{function} returns no literal value")
+        raise self.error(f"{function} returns no literal value")
 
     def call_arguments(self, function: str, callee: str) -> list[Any]:
         """The first argument of every call to ``callee`` (a name or the attribute name of ``x.callee``) inside
@@ -115,8 +117,21 @@ class UpstreamSource:
                 value = {_literal(k): (None if (v := _literal(d)) is _NOT_LITERAL else v) for k, d in zip(arg.keys, arg.values) if k is not None}
             out.append(None if value is _NOT_LITERAL else value)
         if not out:
-            raise self._fail(f"{function} makes no call to {callee!r}")
+            raise self.error(f"{function} makes no call to {callee!r}")
         return out
+
+
+def fc_tools(data_dir: Path, task_file: str, names: tuple[str, ...], *, env: str) -> list[dict[str, Any]]:
+    """AgentBench FC's tool definitions for a task (``configs/tasks/<task_file>.yaml``: ``default.parameters.tools``),
+    as OpenAI-style ``{"type": "function", "function": {...}}`` dicts, checked to define exactly ``names`` in order."""
+    config = upstream_config(data_dir, FC, task_file, env=env)
+    path = upstream_path(data_dir, FC, f"configs/tasks/{task_file}.yaml")
+    tools = ((config.get("default") or {}).get("parameters") or {}).get("tools")
+    found = [t.get("function", {}).get("name") if isinstance(t, dict) and isinstance(t.get("function"), dict) else None
+             for t in tools] if isinstance(tools, list) else []  # fmt: skip
+    if tuple(found) != names or not all(isinstance(t, dict) and t.get("type") == "function" for t in tools or []):
+        raise TaskFileError(f"{path}: default.parameters.tools should define the functions {', '.join(names)} (found {found or 'none'})")
+    return tools  # parsed afresh on every call: the caller may keep it
 
 
 def _callee(call: ast.Call) -> str | None:
@@ -173,4 +188,4 @@ def upstream_config(data_dir: Path, version: str, task_file: str, *, env: str) -
     return data
 
 
-__all__ = ["FC", "UPSTREAM_DIR", "V02", "UpstreamSource", "upstream_config", "upstream_path", "upstream_source"]
+__all__ = ["FC", "UPSTREAM_DIR", "V02", "UpstreamSource", "fc_tools", "upstream_config", "upstream_path", "upstream_source"]

@@ -9,6 +9,8 @@ Options (``Environment(options=...)``, from ``--alfworld-data`` / ``--env-option
 
 - ``alfworld_data``: ALFWorld's data folder holding the official games (``json_2.1.1/valid_unseen/...``),
   needed with ``--data-dir``, whose split files name them (default: ``$ALFWORLD_DATA``);
+- ``official_variant``: ``v0.2`` (default) or ``fc``: with ``--data-dir`` the test split is AgentBench FC's
+  ``new_std`` (109 games; run it in tools mode for FC's setting);
 - ``workers``: game-engine processes (default: the number of CPUs, at most 4);
 - ``capacity``: episodes at once (default 128; a live game costs ~4 MB in a worker, bench/env_alfworld.py).
 """
@@ -23,10 +25,12 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ...errors import ConfigError, EnvUnavailableError
+from ...settings import Deviation
 from ..base import Environment, EpisodeContext, Session, Task
 from .engine import GamePool
+from .prompts import Prompts, load_prompts
 from .session import MAX_STEPS, ALFWorldSession
-from .tasks import alfworld_data_root, builtin_root, check_game_folders, load_examples, load_tasks, require_official_root
+from .tasks import VARIANTS, alfworld_data_root, builtin_root, check_game_folders, load_examples, load_tasks, require_official_root
 
 _DEFAULT_CAPACITY = 128
 INSTALL_HINT = "pip install 'agentbench-async[alfworld]' (the alfworld and textworld packages)"
@@ -39,13 +43,18 @@ class ALFWorldEnvironment(Environment):
     metric: ClassVar[str] = "success rate"
     supports_tools: ClassVar[bool] = True  # AgentBench FC: one function, take_action(action)
     requires: ClassVar[str] = "the alfworld extra (alfworld, textworld); official games: ALFWorld's json_2.1.1 data via --alfworld-data DIR"
+    result_options: ClassVar[dict[str, Any]] = {"official_variant": "v0.2"}  # fc: AgentBench FC's new_std test split
 
     def __init__(self, *, data_dir: Path | None = None, options: dict[str, Any] | None = None) -> None:
         super().__init__(data_dir=data_dir, options=options)
         self._workers = self._int_option("workers", min(4, os.cpu_count() or 1))
         self._capacity = self._int_option("capacity", _DEFAULT_CAPACITY)
+        self._variant = str(self.options.get("official_variant", "v0.2"))
+        if self._variant not in VARIANTS:
+            raise ConfigError(f"alfworld: option official_variant={self._variant!r} is not one of {', '.join(VARIANTS)}")
         self._pool: GamePool | None = None
         self._examples: dict[str, list[str]] | None = None
+        self._prompts: Prompts | None = None
         self._start_lock = asyncio.Lock()
 
     @classmethod
@@ -53,6 +62,20 @@ class ALFWorldEnvironment(Environment):
         # the split files come from --data-dir, the games from --alfworld-data ($ALFWORLD_DATA); start()
         # refuses --data-dir without the games
         return bool(data_dir) and alfworld_data_root(options) is not None
+
+    @classmethod
+    def deviations(cls, data_dir: object, options: dict[str, Any], action_mode: str) -> list[Deviation]:
+        if action_mode == "tools":
+            out = [Deviation("alfworld.tools_prompt", "the project's own system instruction", "AgentBench FC's (in its task.py, "
+                             "not fetched by data pull)", "prompt wording differs", envs=("alfworld",))]  # fmt: skip
+            if not data_dir:
+                out.append(Deviation("alfworld.tools", "the project's own take_action description", "AgentBench FC's, read from "
+                                     "configs/tasks/alfworld.yaml with --data-dir", "tool wording differs", envs=("alfworld",)))  # fmt: skip
+            return out
+        if not data_dir:
+            return [Deviation("alfworld.prompts", "the project's own instruction, acknowledgement and one-shot examples",
+                              "upstream's, read from --data-dir", "prompt wording differs", envs=("alfworld",))]  # fmt: skip
+        return []
 
     def _int_option(self, key: str, default: int) -> int:
         raw = self.options.get(key, default)
@@ -90,8 +113,9 @@ class ALFWorldEnvironment(Environment):
                 if importlib.util.find_spec(module) is None:
                     raise EnvUnavailableError(f"alfworld: the game engine is not installed ({module} missing); {INSTALL_HINT}")
             if self.data_dir is not None:
-                check_game_folders(self.data_dir, require_official_root(self.options))
+                check_game_folders(self.data_dir, require_official_root(self.options), self._variant)
             self._examples = load_examples(self.data_dir)
+            self._prompts = load_prompts(self.data_dir)
             pool = GamePool(self._workers)
             await pool.start()
             self._pool = pool
@@ -104,9 +128,9 @@ class ALFWorldEnvironment(Environment):
     async def open_session(self, task: Task, ctx: EpisodeContext) -> Session:
         if self._pool is None:
             await self.start()
-        assert self._pool is not None and self._examples is not None
+        assert self._pool is not None and self._examples is not None and self._prompts is not None
         example = self._examples[str(task.data["prompt"])]
-        return ALFWorldSession(self._pool, task, ctx, self.game_root(task) / str(task.data["game"]), example)
+        return ALFWorldSession(self._pool, task, ctx, self.game_root(task) / str(task.data["game"]), example, self._prompts)
 
 
 __all__ = ["ALFWorldEnvironment"]

@@ -1,7 +1,11 @@
 """What the model is shown: instructions, the one-shot example, observations and the action list.
 
-Wording is this project's; the information is AgentBench v0.2's (text mode) and AgentBench FC's (tools
-mode, one ``take_action`` function). Observations are processed exactly as upstream:
+With ``--data-dir`` the instruction and the acknowledgement are AgentBench v0.2's own, read out of
+``upstream-prompts/v0.2/src/server/tasks/alfworld/task.py`` (``agentbench data pull``), and tools mode's
+``take_action`` definition is AgentBench FC's (``upstream-prompts/fc/configs/tasks/alfworld.yaml``); the
+built-in suites use this project's wording with the same information (``OWN_PROMPTS``). Tools mode's
+system instruction is always the project's (FC's is in its task.py, which ``data pull`` does not fetch).
+Observations are processed exactly as upstream:
 
 * first observation: the reset text split on blank lines, the welcome banner dropped, the rest joined
   with single newlines;
@@ -13,9 +17,12 @@ mode, one ``take_action`` function). Observations are processed exactly as upstr
 from __future__ import annotations
 
 import copy
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ...types import Message
+from ..upstream_prompts import V02, fc_tools, upstream_source
 
 TEXT_INSTRUCTION = (
     "You are an agent in a household, and your job is to carry out a task there. At the start you get a "
@@ -59,10 +66,38 @@ TOOLS: list[dict[str, Any]] = [
         },
     }
 ]
+UPSTREAM_TASK = "src/server/tasks/alfworld/task.py"  # v0.2's ALFWorld task: get_task_instruction, alfworld_run
+TOOL_NAMES = ("take_action",)
 LIST_MARKER = "AVAILABLE ACTIONS"
 NO_TOOL_CALL = "Your message called no tool, so nothing was done. Call take_action with your next action."
 BAD_TOOL_CALL = "This call could not be read, so nothing was done: take_action needs a string argument \"action\"."
 EXTRA_TOOL_CALL = "Not executed: only the first tool call of a message is run."
+
+
+@dataclass(frozen=True)
+class Prompts:
+    """The wording of a run: text mode's instruction and acknowledgement, tools mode's tool definitions."""
+
+    instruction: str
+    acknowledgement: str
+    tools: list[dict[str, Any]]
+    upstream: bool  # read from AgentBench's files (--data-dir), not the project's own
+
+
+OWN_PROMPTS = Prompts(TEXT_INSTRUCTION, ACKNOWLEDGEMENT, TOOLS, upstream=False)
+
+
+def load_prompts(data_dir: Path | None) -> Prompts:
+    """AgentBench's wording from the pulled upstream files under ``data_dir``, else the project's own."""
+    if data_dir is None:
+        return OWN_PROMPTS
+    task = upstream_source(data_dir, V02, UPSTREAM_TASK, env="alfworld")
+    instruction = task.returned("ALFWorld.get_task_instruction")
+    replies = [m["content"] for m in task.call_arguments("ALFWorld.alfworld_run", "inject")
+               if isinstance(m, dict) and m.get("role") == "agent" and isinstance(m.get("content"), str)]  # fmt: skip
+    if not isinstance(instruction, str) or not replies:
+        raise task.error("ALFWorld.get_task_instruction must return a string and alfworld_run inject the agent's acknowledgement")
+    return Prompts(instruction, replies[0], fc_tools(data_dir, "alfworld", TOOL_NAMES, env="alfworld"), upstream=True)
 
 
 def first_observation(feedback: str) -> str:
@@ -93,10 +128,11 @@ def example_messages(turns: list[str]) -> list[Message]:
     return [{"role": "user" if i % 2 == 0 else "assistant", "content": text} for i, text in enumerate(texts)]
 
 
-def text_prompt(example: list[str], observation: str, commands: list[str]) -> list[Message]:
+def text_prompt(example: list[str], observation: str, commands: list[str], prompts: Prompts = OWN_PROMPTS) -> list[Message]:
+    """v0.2's first prompt: instruction, acknowledgement, the one-shot example, the task start."""
     return [
-        {"role": "user", "content": TEXT_INSTRUCTION},
-        {"role": "assistant", "content": ACKNOWLEDGEMENT},
+        {"role": "user", "content": prompts.instruction},
+        {"role": "assistant", "content": prompts.acknowledgement},
         *example_messages(example),
         {"role": "user", "content": TASK_LEAD + observation + available_actions(commands)},
     ]

@@ -5,7 +5,7 @@ it onto the admissible commands, shorten the answered observation (text mode), s
 new observation with the new action list, log the turn, then apply the repeat rule (the last three raw
 replies identical, once more than three turns are logged) *before* looking at ``done`` — upstream's order,
 so a winning third repeat scores 0. ``done`` (only ever a win) ends the episode ``completed``; 35 replies
-without it end ``task_limit_exceeded``.
+(tools mode: AgentBench FC's 20) without it end ``task_limit_exceeded``.
 
 Text mode: a reply without a readable ``ACTION:`` line (or with an empty one) ends the episode
 ``invalid_format`` (upstream: AGENT_INVALID_ACTION). Tools mode follows AgentBench FC: a message without a
@@ -34,7 +34,8 @@ from .prompts import (
     BAD_TOOL_CALL,
     EXTRA_TOOL_CALL,
     NO_TOOL_CALL,
-    TOOLS,
+    OWN_PROMPTS,
+    Prompts,
     available_actions,
     first_observation,
     step_observation,
@@ -44,18 +45,23 @@ from .prompts import (
 )
 
 MAX_STEPS = 35  # AgentBench v0.2's max_step for alfworld-dev and alfworld-std
+FC_MAX_STEPS = 20  # AgentBench FC's max_step (configs/tasks/alfworld.yaml): tools mode's cap
 TOOL_NAME = "take_action"
 _OUTPUT_LIMIT = 300  # characters of a raw reply (and of the action sent) kept in the episode log
 
 
 class ALFWorldSession(Session):
-    def __init__(self, pool: GamePool, task: Task, ctx: EpisodeContext, game_path: Path, example: list[str]) -> None:
+    def __init__(self, pool: GamePool, task: Task, ctx: EpisodeContext, game_path: Path, example: list[str],
+                 prompts: Prompts = OWN_PROMPTS) -> None:  # fmt: skip
         self._pool = pool
+        self._prompts = prompts
         self._task = task
         self._ctx = ctx
         self._path = game_path
         self._example = example
         self._tools = ctx.action_mode == "tools"
+        self._max_steps = FC_MAX_STEPS if self._tools else MAX_STEPS
+        self._replies = 0
         self._game: Game | None = None
         self._commands: list[str] = []
         self._last_user: Message | None = None  # the observation the model is answering
@@ -72,14 +78,21 @@ class ALFWorldSession(Session):
         if self._tools:
             messages = tools_prompt(observation, self._commands)
         else:
-            messages = text_prompt(self._example, observation, self._commands)
+            messages = text_prompt(self._example, observation, self._commands, self._prompts)
         self._last_user = messages[-1]
         return messages
 
     def tools(self) -> list[dict[str, Any]] | None:
-        return TOOLS if self._tools else None
+        return self._prompts.tools if self._tools else None
 
     async def step(self, reply: ModelReply) -> Step:
+        self._replies += 1
+        step = await self._step(reply)
+        if self._tools and step.outcome is None and self._replies >= self._max_steps:  # FC's 20 (the engine caps at 35)
+            step.outcome = await self.on_turn_limit()
+        return step
+
+    async def _step(self, reply: ModelReply) -> Step:
         if self._tools:
             parsed = self._parse_tools(reply)
         else:
@@ -138,7 +151,7 @@ class ALFWorldSession(Session):
         return Step(action=action, valid=False, error=error, outcome=self._outcome(status, paper_status, error=error))
 
     async def on_turn_limit(self) -> Outcome:
-        return self._outcome(st.TASK_LIMIT_EXCEEDED, st.PAPER_TASK_LIMIT_REACHED, error=f"{MAX_STEPS} turns without finishing the task")
+        return self._outcome(st.TASK_LIMIT_EXCEEDED, st.PAPER_TASK_LIMIT_REACHED, error=f"{self._max_steps} turns without finishing the task")
 
     def _outcome(self, status: str, paper_status: str, *, won: bool = False, error: str | None = None) -> Outcome:
         data = self._task.data

@@ -35,6 +35,8 @@ TASK_TYPES: dict[str, str] = {
 }
 PROMPT_KEYS = ("put", "clean", "heat", "cool", "puttwo", "examine")
 OFFICIAL_FILES = {"dev": "dev.json", "test": "standard.json"}
+FC_TEST_FILE = "agentbench-fc/new_std.json"  # AgentBench FC's alfworld-std split (option official_variant=fc)
+VARIANTS = ("v0.2", "fc")
 BUILTIN_FILES = {"dev": "dev.json", "test": "test.json"}
 OFFICIAL_PROMPTS = "prompts/alfworld_multiturn_plan_first.json"
 BUILTIN_PROMPTS = "prompts.json"
@@ -53,11 +55,14 @@ def official_folder(data_dir: Path) -> Path:
     return data_dir / "alfworld" if (data_dir / "alfworld").is_dir() else data_dir
 
 
-def split_path(data_dir: Path | None, split: str) -> Path:
+def split_path(data_dir: Path | None, split: str, variant: str = "v0.2") -> Path:
+    """The split file: built-in, v0.2's, or with ``variant`` ``fc`` AgentBench FC's test split (``new_std``)."""
     if split not in OFFICIAL_FILES:
         raise TaskFileError(f"alfworld: unknown split {split!r} (use dev or test)")
     if data_dir is None:
         return builtin_root() / BUILTIN_FILES[split]
+    if variant == "fc" and split == "test":
+        return official_folder(data_dir) / FC_TEST_FILE
     return official_folder(data_dir) / OFFICIAL_FILES[split]
 
 
@@ -96,12 +101,12 @@ def require_official_root(options: dict[str, Any]) -> Path:
     return root
 
 
-def check_game_folders(data_dir: Path, root: Path) -> None:
+def check_game_folders(data_dir: Path, root: Path, variant: str = "v0.2") -> None:
     """Refuse (one line) an ALFWorld data folder that lacks the top folder of the split files' games, e.g.
     ``json_2.1.1`` — alfworld >= 0.4's ``alfworld-download`` fetches ``json_2.1.2``, whose grammar differs."""
     tops: set[str] = set()
     for split in OFFICIAL_FILES:
-        path = split_path(data_dir, split)
+        path = split_path(data_dir, split, variant)
         if path.is_file():
             tops |= {Path(game).parts[0] for _, game in read_split(path)}
     missing = sorted(top for top in tops if not (root / top).is_dir())
@@ -129,7 +134,7 @@ def read_walkthrough(path: Path) -> list[str] | None:
 
 
 def load_tasks(env_name: str, split: str, data_dir: Path | None, options: dict[str, Any]) -> Iterator[Task]:
-    path = split_path(data_dir, split)
+    path = split_path(data_dir, split, str(options.get("official_variant", "v0.2")))
     source = "builtin" if data_dir is None else "official"
     root = builtin_root() if data_dir is None else alfworld_data_root(options)
     for index, (key, game) in enumerate(read_split(path)):
