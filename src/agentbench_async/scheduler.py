@@ -27,7 +27,7 @@ from .config import RunConfig
 from .envs import make_env
 from .envs.base import Environment
 from .episode import AgentFn, EpisodeCancelled, EpisodeSpec, run_episode
-from .errors import AgentBenchError, EnvUnavailableError
+from .errors import AgentBenchError, EnvUnavailableError, StoreError
 from .mock.policy import CALLER_HEADER, EPISODE_HEADER, TASK_HEADER
 from .models import ModelClient, ModelConfig, open_client
 from .models.batches import BatchClient, batch_settings
@@ -137,6 +137,7 @@ class Evaluation:
         envs: dict[str, Environment] = {}
         store = Store(cfg.out)
         fingerprint = cfg.fingerprint()
+        writer: EpisodeWriter | None = None
         try:
             done = store.done_episode_ids(fingerprint)
             counts: dict[tuple[str, str], tuple[int, int]] = {}  # (model, env) -> (episodes, already done)
@@ -164,7 +165,8 @@ class Evaluation:
             run_id = store.begin_run(cfg.public_dict(), fingerprint, command=self.command, version=__version__, new_run=cfg.new_run)
             summary = RunSummary(run_id=run_id, out=str(cfg.out), unavailable_envs=summary_envs)
             summary.fatal_errors.extend(failed_starts)  # the others run; the exit code says one failed
-            writer = EpisodeWriter(store, run_id, fingerprint, replace=store.rerun_episode_ids(fingerprint), progress=self.progress.snapshot)
+            writer = EpisodeWriter(store, run_id, fingerprint, replace=store.rerun_episode_ids(fingerprint), progress=self.progress.snapshot,
+                                   on_failure=lambda _: self.stop())  # a write failed (disk full, file removed): stop  # fmt: skip
             writer.start()
             models = [m for m in [*cfg.models, cfg.judge] if m is not None]
             self._ledger = BatchLedger(store, run_id, fingerprint) if any(m.batch for m in models) else None
@@ -177,14 +179,21 @@ class Evaluation:
                 summary.rows_written, summary.write_seconds = writer.rows_written, writer.write_seconds
                 if writer.live_error:
                     self.console.print(f"[yellow]warning: {writer.live_error}[/yellow]", highlight=False)
-                store.finish_run(run_id, interrupted=summary.interrupted)
+                if writer.failure is None:
+                    store.finish_run(run_id, interrupted=summary.interrupted)
         finally:
             for env in envs.values():
                 try:
                     await self._close_env(env)
                 except Exception as exc:  # noqa: BLE001 - report, keep closing the others
                     self.console.print(f"[yellow]closing {env.name} failed: {exc}[/yellow]")
-            store.close()
+            try:
+                store.close()
+            except StoreError:
+                if writer is None or writer.failure is None:
+                    raise  # else the writer's failure is the one line the user gets
+        if writer.failure is not None:
+            raise writer.failure  # the run stopped: one line naming the file and the cause; a re-run resumes
         return summary
 
     async def _run_streams(self, envs: dict[str, Environment], done: set[str], counts: dict[tuple[str, str], tuple[int, int]],

@@ -10,6 +10,7 @@ requests again.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -17,7 +18,7 @@ from typing import Any
 import duckdb
 
 from ..records import utcnow
-from .db import Store
+from .db import WRITE_FAILURES, Store, write_failure
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,7 @@ class BatchLedger:
         self.run_id = run_id
         self.fingerprint = fingerprint
         self._con = store.con.cursor()
+        self._path = store.path
         self._lock = asyncio.Lock()
 
     async def _run(self, sql: str, params: list[Any], many: list[list[Any]] | None = None) -> None:
@@ -60,8 +62,11 @@ class BatchLedger:
                         "INSERT INTO batch_requests (local_id, custom_id, request_key, episode_id, turn, caller, attempt) "
                         "VALUES (?, ?, ?, ?, ?, ?, ?)", many)  # fmt: skip
                 self._con.execute("COMMIT")
-            except duckdb.Error:
-                self._con.execute("ROLLBACK")
+            except duckdb.Error as exc:
+                with contextlib.suppress(duckdb.Error):  # a failed COMMIT has already ended the transaction
+                    self._con.execute("ROLLBACK")
+                if isinstance(exc, WRITE_FAILURES):
+                    raise write_failure(self._path, exc, "recording a batch") from None
                 raise
 
         async with self._lock:

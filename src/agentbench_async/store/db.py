@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import uuid
 from pathlib import Path
@@ -30,6 +31,20 @@ def connect(path: Path, *, read_only: bool = False) -> duckdb.DuckDBPyConnection
         raise StoreError(f"{path}: not a DuckDB file this program can read ({str(exc).splitlines()[0]})") from None
 
 
+# What DuckDB raises when the file cannot be written (disk full, file or folder removed, permissions, a failed
+# commit, the database invalidated after one of these); other errors are bugs and keep their traceback.
+WRITE_FAILURES = (duckdb.IOException, duckdb.FatalException, duckdb.TransactionException, duckdb.PermissionException,
+                  duckdb.OutOfMemoryException)  # fmt: skip
+
+
+def write_failure(path: Path, exc: BaseException, doing: str) -> StoreError:
+    """The one line for a write to ``path`` that failed (disk full, file or folder removed, I/O error): the file,
+    what was being done, DuckDB's cause, and that the committed part stays for a re-run to resume."""
+    cause = " ".join(str(exc).split())[:300]
+    return StoreError(f"{path}: {doing} failed ({cause}); the run stopped. Everything committed before is kept: "
+                      "make room (or restore the file) and run the same command again to resume")  # fmt: skip
+
+
 class Store:
     """A run file opened for writing (one process only, as DuckDB requires)."""
 
@@ -37,10 +52,14 @@ class Store:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
         self.con = connect(path)
-        # Checkpoint rarely: automatic checkpoints every ~16 MB of WAL cut ingest 4x (see DESIGN.md).
-        self.con.execute("SET checkpoint_threshold = '256MB'")
-        create_schema(self.con)
-        create_live_turns(self.con)
+        try:
+            # Checkpoint rarely: automatic checkpoints every ~16 MB of WAL cut ingest 4x (see DESIGN.md).
+            self.con.execute("SET checkpoint_threshold = '256MB'")
+            create_schema(self.con)
+            create_live_turns(self.con)
+        except WRITE_FAILURES as exc:
+            self.con.close()
+            raise write_failure(path, exc, "preparing the tables") from None
 
     def begin_run(self, config: dict[str, Any], fingerprint: str, *, command: str, version: str, new_run: bool) -> str:
         """Register this invocation. Refuse a file that holds other configs unless ``new_run``."""
@@ -53,14 +72,20 @@ class Store:
                 f"use another --out file, or pass --new-run to add this config to the same file"
             )
         run_id = uuid.uuid4().hex[:12]
-        self.con.execute(
-            "INSERT INTO runs (run_id, created_at, config, fingerprint, command, version) VALUES (?, ?, ?, ?, ?, ?)",
-            [run_id, utcnow(), json.dumps(config, default=str), fingerprint, command, version],
-        )
+        try:
+            self.con.execute(
+                "INSERT INTO runs (run_id, created_at, config, fingerprint, command, version) VALUES (?, ?, ?, ?, ?, ?)",
+                [run_id, utcnow(), json.dumps(config, default=str), fingerprint, command, version],
+            )
+        except WRITE_FAILURES as exc:
+            raise write_failure(self.path, exc, "registering the run") from None
         return run_id
 
     def finish_run(self, run_id: str, *, interrupted: bool) -> None:
-        self.con.execute("UPDATE runs SET finished_at = ?, interrupted = ? WHERE run_id = ?", [utcnow(), interrupted, run_id])
+        try:
+            self.con.execute("UPDATE runs SET finished_at = ?, interrupted = ? WHERE run_id = ?", [utcnow(), interrupted, run_id])
+        except WRITE_FAILURES as exc:
+            raise write_failure(self.path, exc, "recording the end of the run") from None
 
     def done_episode_ids(self, fingerprint: str) -> set[str]:
         """Episodes of this config that ended with an agent outcome, or with a permanent refusal of their
@@ -89,10 +114,15 @@ class Store:
         return {r[0] for r in rows}
 
     def close(self) -> None:
+        """Checkpoint and close; a checkpoint that cannot be written (disk full) is a ``StoreError`` after the
+        file is closed (the WAL keeps what was committed: the next open replays it)."""
         try:
             self.con.execute("CHECKPOINT")
+        except WRITE_FAILURES as exc:
+            raise write_failure(self.path, exc, "the final checkpoint") from None
         finally:
-            self.con.close()
+            with contextlib.suppress(duckdb.Error):
+                self.con.close()
             remove_live_dir(self.path)  # readers now open the file itself
 
 

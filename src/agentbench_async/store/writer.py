@@ -14,12 +14,13 @@ flush is published to ``FILE.live/`` for readers in other processes (``store/liv
 from __future__ import annotations
 
 import asyncio
-import json
+import contextlib
+import os
 import time
 from collections.abc import Callable
 from dataclasses import fields
 from operator import attrgetter
-from typing import Any
+from typing import Any, NamedTuple
 
 import duckdb
 import pyarrow as pa
@@ -27,8 +28,9 @@ import pyarrow.compute as pc
 
 from ..errors import StoreError
 from ..records import CallRow, EpisodeRecord, TurnRow
-from .db import Store
+from .db import Store, write_failure
 from .live import LivePublisher
+from .storable import column_types, details_json, make_storable, storable_turns
 
 _EPISODE_COLUMNS = (
     "run_id", "episode_id", "model", "env", "split", "task_id", "repeat", "status", "score", "success",
@@ -58,7 +60,8 @@ class EpisodeWriter:
     """Async facade over the store: ``submit`` records, ``close`` flushes everything."""
 
     def __init__(self, store: Store, run_id: str, fingerprint: str, *, replace: set[str] | None = None,
-                 flush_interval: float = 1.0, progress: Callable[[], dict[str, Any]] | None = None) -> None:  # fmt: skip
+                 flush_interval: float = 1.0, progress: Callable[[], dict[str, Any]] | None = None,
+                 on_failure: Callable[[StoreError], None] | None = None) -> None:  # fmt: skip
         self.store = store
         # Episodes already stored for this config with an infrastructure status: their re-run replaces them.
         self.replace = replace or set()
@@ -75,6 +78,9 @@ class EpisodeWriter:
         self._http_429 = 0  # HTTP 429 answers in the calls of the episodes written so far
         self._closing = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self.failure: StoreError | None = None  # why writing stopped (disk full, file removed): the run stops
+        self._on_failure = on_failure
+        self._inode = os.stat(store.path).st_ino
         self.episodes_written = 0
         self.rows_written = 0
         self.write_seconds = 0.0
@@ -83,7 +89,8 @@ class EpisodeWriter:
         self._task = asyncio.create_task(self._drain(), name="duckdb-writer")
 
     def submit(self, record: EpisodeRecord) -> None:
-        self._pending.append(record)
+        if self.failure is None:  # after a failure nothing more is stored: the run is stopping
+            self._pending.append(record)
 
     def live_sink(self, episode_id: str, model: str, env: str) -> LiveSink:
         """Where a running episode hands its turns as each one completes (stored at the next flush)."""
@@ -95,12 +102,23 @@ class EpisodeWriter:
         return sink
 
     async def close(self) -> None:
-        """Write everything submitted so far and stop."""
+        """Write everything submitted so far and stop (after a failure: stop; ``failure`` says why)."""
         self._closing.set()
         if self._task is not None:
             await asyncio.shield(self._task)
 
     async def _drain(self) -> None:
+        """Write until closed; a write that fails (disk full, file removed) ends the writer and tells the run
+        (``on_failure``), which stops: what was committed before stays and a re-run resumes from it."""
+        try:
+            await self._drain_batches()
+        except Exception as exc:  # noqa: BLE001 - whatever stopped the writer stops the run, in one line
+            self.failure = exc if isinstance(exc, StoreError) else write_failure(self.store.path, exc, "writing")
+            self._pending.clear()
+            if self._on_failure is not None:
+                self._on_failure(self.failure)
+
+    async def _drain_batches(self) -> None:
         await asyncio.to_thread(self._start_live, self._progress())
         # Wake up once per interval (or at close) and write everything that accumulated in one batch.
         while True:
@@ -118,9 +136,12 @@ class EpisodeWriter:
                 return
 
     def _start_live(self, progress: dict[str, Any]) -> None:
-        rows = self.store.con.execute(
-            "SELECT DISTINCT episode_id FROM live_turns WHERE run_id IN (SELECT run_id FROM runs WHERE fingerprint = ?)", [self.fingerprint]
-        ).fetchall()
+        try:
+            rows = self.store.con.execute(
+                "SELECT DISTINCT episode_id FROM live_turns WHERE run_id IN (SELECT run_id FROM runs WHERE fingerprint = ?)", [self.fingerprint]
+            ).fetchall()
+        except duckdb.Error as exc:
+            raise write_failure(self.store.path, exc, "reading the live turns") from None
         self._stale_live = {r[0] for r in rows}
         self._live_call(lambda p: p.start(progress))
 
@@ -145,13 +166,11 @@ class EpisodeWriter:
         cols["created_at"] = _timestamps(cols["created_at"])
         return pa.table(cols)
 
-    def _write(self, batch: list[EpisodeRecord], live: list[tuple[str, str, str, list[TurnRow]]], progress: dict[str, Any]) -> None:
-        if not batch and not live:
-            self._live_call(lambda p: p.heartbeat(progress))
-            return
-        start = time.perf_counter()
-        # columns in the tables' order (the INSERTs select *); the values are read by attrgetter tuples
-        # transposed with zip: ~5x faster than a getattr per field and row (this thread holds the GIL meanwhile)
+    def _tables(self, batch: list[EpisodeRecord], live: list[tuple[str, str, str, list[TurnRow]]]) -> _Tables:
+        """The batch as Arrow tables in the stored tables' column order (the INSERTs select *); raises on a
+        value its column cannot hold (the caller makes the batch storable and builds again)."""
+        # the values are read by attrgetter tuples transposed with zip: ~5x faster than a getattr per field and
+        # row (this thread holds the GIL meanwhile)
         ep_cols: dict[str, list[Any]] = {c: [] for c in _EPISODE_COLUMNS}
         ep_cols.update(_columns(batch, _RECORD_COLUMNS))
         turns = [t for rec in batch for t in rec.turns]
@@ -160,7 +179,7 @@ class EpisodeWriter:
                                            **_columns(turns, _TURN_FIELDS)}  # fmt: skip
         call_cols: dict[str, list[Any]] = {"run_id": [], "episode_id": [rec.episode_id for rec in batch for _ in rec.calls],
                                            **_columns(calls, _CALL_FIELDS)}  # fmt: skip
-        ep_cols["details"] = [json.dumps(d, default=str) for d in ep_cols["details"]]
+        ep_cols["details"] = [details_json(d) for d in ep_cols["details"]]
         ep_cols["run_id"] = [self.run_id] * len(batch)
         ep_cols["fingerprint"] = [self.fingerprint] * len(batch)
         turn_cols["run_id"] = [self.run_id] * len(turn_cols["episode_id"])
@@ -168,10 +187,42 @@ class EpisodeWriter:
         for cols, names in ((ep_cols, ("started_at", "finished_at")), (turn_cols, ("created_at",)), (call_cols, ("started_at",))):
             for name in names:
                 cols[name] = _timestamps(cols[name])
-        ep_table, turn_table, call_table = pa.table(ep_cols), pa.table(turn_cols), pa.table(call_cols)
-        replaced = [rec.episode_id for rec in batch if rec.episode_id in self.replace]
         finished = {rec.episode_id for rec in batch}
-        live_table = self._live_table(live, finished)
+        return _Tables(pa.table(ep_cols), pa.table(turn_cols), pa.table(call_cols), self._live_table(live, finished), finished)
+
+    def _storable(self, batch: list[EpisodeRecord], live: list[tuple[str, str, str, list[TurnRow]]]) -> _Tables:
+        """The batch's tables after every value its column cannot hold was set to null (named in the episode's error)."""
+        types = column_types(self.store.con)
+        for rec in batch:
+            make_storable(rec, types)
+        for _, _, _, rows in live:
+            storable_turns(rows, types)
+        return self._tables(batch, live)
+
+    def _write(self, batch: list[EpisodeRecord], live: list[tuple[str, str, str, list[TurnRow]]], progress: dict[str, Any]) -> None:
+        if not batch and not live:
+            self._live_call(lambda p: p.heartbeat(progress))
+            return
+        start = time.perf_counter()
+        try:
+            tables = self._tables(batch, live)
+        except _UNSTORABLE:
+            tables = self._storable(batch, live)
+        try:
+            self._commit(batch, tables, progress, data_errors=True)
+        except _DATA_ERRORS:  # a value Arrow took but its column refuses: once more with every value checked
+            self._commit(batch, self._storable(batch, live), progress, data_errors=False)
+        self._check_file()
+        self.episodes_written += len(batch)
+        self.rows_written += tables.episodes.num_rows + tables.turns.num_rows + tables.calls.num_rows
+        self.write_seconds += time.perf_counter() - start
+
+    def _commit(self, batch: list[EpisodeRecord], tables: _Tables, progress: dict[str, Any], *, data_errors: bool) -> None:
+        """One transaction: the batch's episodes, turns and calls, and the live turns. A value a column refuses is
+        raised as it is when ``data_errors`` (the caller checks every value and tries again); any other failure
+        (disk full, file gone) is a ``StoreError``."""
+        replaced = [rec.episode_id for rec in batch if rec.episode_id in self.replace]
+        finished, live_table = tables.finished, tables.live
         new_live = set(live_table.column("episode_id").to_pylist()) - self._live_stored
         # live turns to delete: those of episodes that finished now, and those a killed earlier run left for
         # an episode that runs again
@@ -179,8 +230,8 @@ class EpisodeWriter:
         restarted = sorted(new_live & self._stale_live)
         con = self.store.con
         same_config = "run_id IN (SELECT run_id FROM runs WHERE fingerprint = $fp)"
-        con.execute("BEGIN TRANSACTION")
         try:
+            con.execute("BEGIN TRANSACTION")
             if replaced:
                 # A re-run of an infrastructure failure replaces the earlier attempt: one row per episode.
                 con.register("_ids", pa.table({"episode_id": replaced}))
@@ -198,9 +249,9 @@ class EpisodeWriter:
                 con.execute(f"DELETE FROM live_turns WHERE episode_id IN (SELECT episode_id FROM _restarted) AND run_id <> $run "
                             f"AND {same_config}", {"fp": self.fingerprint, "run": self.run_id})  # fmt: skip
             if batch:
-                con.register("_ep", ep_table)
-                con.register("_turns", turn_table)
-                con.register("_calls", call_table)
+                con.register("_ep", tables.episodes)
+                con.register("_turns", tables.turns)
+                con.register("_calls", tables.calls)
                 con.execute(f"INSERT INTO episodes ({', '.join(_EPISODE_COLUMNS)}) SELECT * FROM _ep")
                 con.execute(f"INSERT INTO turns (run_id, episode_id, {', '.join(_TURN_FIELDS)}) SELECT * FROM _turns")
                 con.execute(f"INSERT INTO model_calls (run_id, episode_id, {', '.join(_CALL_FIELDS)}) SELECT * FROM _calls")
@@ -209,21 +260,43 @@ class EpisodeWriter:
                 con.execute(f"INSERT INTO live_turns ({', '.join(live_table.column_names)}) SELECT * FROM _live")
             con.execute("COMMIT")
         except duckdb.Error as exc:
-            con.execute("ROLLBACK")
-            first = str(exc).splitlines()[0]
-            raise StoreError(f"{self.store.path}: writing {len(batch)} finished episodes failed ({first}); "
-                             "episodes already stored are kept, a re-run resumes") from None  # fmt: skip
+            with contextlib.suppress(duckdb.Error):  # a failed COMMIT has already ended the transaction
+                con.execute("ROLLBACK")
+            if data_errors and isinstance(exc, _DATA_ERRORS):
+                raise
+            raise write_failure(self.store.path, exc, f"writing {len(batch)} finished episodes") from None
         finally:
             for name in ("_ids", "_ep", "_turns", "_calls", "_live", "_done_live", "_restarted"):
-                try:
+                with contextlib.suppress(duckdb.Error):
                     con.unregister(name)
-                except duckdb.Error:
-                    pass
         self._live_stored = (self._live_stored | new_live) - finished
         self._stale_live -= finished | new_live
         deletions = [("replace", e) for e in replaced] + [("finish", e) for e in done_live] + [("restart", e) for e in restarted]
-        tables = {"episodes": ep_table, "turns": turn_table, "model_calls": call_table, "live_turns": live_table}
-        self._live_call(lambda p: p.publish(tables, deletions, progress))
-        self.episodes_written += len(batch)
-        self.rows_written += ep_table.num_rows + turn_table.num_rows + call_table.num_rows
-        self.write_seconds += time.perf_counter() - start
+        published = {"episodes": tables.episodes, "turns": tables.turns, "model_calls": tables.calls, "live_turns": live_table}
+        self._live_call(lambda p: p.publish(published, deletions, progress))
+
+    def _check_file(self) -> None:
+        """The file is still where the run opened it: removed (or replaced) under a running writer, everything
+        written from now on would be lost with it."""
+        try:
+            same = os.stat(self.store.path).st_ino == self._inode
+        except OSError:
+            same = False
+        if not same:
+            raise StoreError(f"{self.store.path}: the file was removed or replaced while the run was writing it; the run "
+                             "stopped (what it held went with it): run the same command again to start over")  # fmt: skip
+
+
+class _Tables(NamedTuple):
+    episodes: pa.Table
+    turns: pa.Table
+    calls: pa.Table
+    live: pa.Table
+    finished: set[str]
+
+
+# Building the tables fails on a value its Arrow type cannot hold (text that is not UTF-8, an integer out of
+# range, NaN in the JSON details, a wrong type); inserting them, on a value DuckDB's column refuses.
+_UNSTORABLE = (pa.ArrowException, UnicodeError, OverflowError, TypeError, ValueError, RecursionError)
+_DATA_ERRORS = (duckdb.ConversionException, duckdb.OutOfRangeException, duckdb.InvalidInputException, duckdb.TypeMismatchException,
+                duckdb.ConstraintException)  # fmt: skip
