@@ -8,7 +8,6 @@ import pytest
 
 from agentbench_async.envs.webshop.catalog import Catalog, Goal, Product
 from agentbench_async.envs.webshop.nouns import heuristic_nouns
-from agentbench_async.envs.webshop.search import Analyzer, SearchIndex
 from agentbench_async.envs.webshop.site import Browser, Shop
 
 INSTRUCTION = "i am looking for men's running shoes with a rubber sole, model 11, and price lower than 60.00 dollars"
@@ -202,26 +201,3 @@ def test_buying_without_the_options_or_over_budget_loses_their_share() -> None:
     score, done, info = b.step("click[buy now]")
     # 1 attribute + 2 options + price: only the attribute matches
     assert done and score == pytest.approx(1 / 4) and info["reward_info"]["r_price"] is False
-
-
-# -- search --------------------------------------------------------------------------------------------
-
-
-def test_analyzer_tokens_stems_and_stop_words() -> None:
-    terms = Analyzer().terms("I need THE long-lasting 6.76 fl oz bottle of L'eau d'Issey, men's x-large 1,000")
-    assert terms == ["i", "need", "long", "last", "6.76", "fl", "oz", "bottl", "l'eau", "d'issei", "men", "x", "larg", "1,000"]
-
-
-def test_bm25_returns_only_matching_documents_best_first_ties_in_file_order() -> None:
-    index = SearchIndex(["red running shoe", "blue running shoe", "red dress", "shoe rack shoe shoe", "garden hose"])
-    assert index.search("red shoe") == [0, 2, 3, 1]
-    assert index.search("the of and") == []  # stop words only
-    assert index.search("zeppelin") == []
-    assert index.search("running") == [0, 1]  # equal scores: file order
-    assert index.search("hose hose dress") == [4, 2]  # a repeated word counts twice
-
-
-def test_search_keeps_at_most_fifty_hits() -> None:
-    index = SearchIndex([f"widget number {i}" for i in range(120)] + ["gadget"])
-    assert index.search("widget") == list(range(50))
-    assert SearchIndex([]).search("widget") == []

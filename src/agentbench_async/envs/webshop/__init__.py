@@ -44,7 +44,7 @@ class WebShopEnvironment(Environment):
     max_turns: ClassVar[int] = MAX_ROUNDS
     metric: ClassVar[str] = "reward"
     supports_tools: ClassVar[bool] = True
-    requires: ClassVar[str] = "nothing (bm25s, PyStemmer, rapidfuzz); official goals: WebShop's data files via --webshop-data DIR"
+    requires: ClassVar[str] = "nothing (numpy, rapidfuzz); official goals: WebShop's data files via --webshop-data DIR"
 
     def __init__(self, *, data_dir: Path | None = None, options: dict[str, Any] | None = None) -> None:
         super().__init__(data_dir=data_dir, options=options)

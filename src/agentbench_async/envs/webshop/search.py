@@ -1,70 +1,69 @@
-"""WebShop's product search: BM25 over one document per product, as upstream's pyserini/Anserini index.
+"""WebShop's product search, ranked exactly as upstream's pyserini 0.17 / Anserini 0.14.3 / Lucene 8.11 index ranks.
 
-Upstream indexes ``Title + Description + BulletPoints[0] + option text`` (lower-cased) with Lucene's
-English analyzer and searches it with BM25 (k1 = 0.9, b = 0.4), a bag-of-words OR query, top 50; only
-documents sharing a term with the query are returned, ties in docid (file) order.
+Upstream indexes one document per product, ``Title + Description + BulletPoints[0] + option text``
+(lower-cased), with Anserini's ``DefaultEnglishAnalyzer`` (``analysis.py``) and searches it with
+``LuceneSearcher.search(keywords, k=50)``: a bag-of-words OR query (a word repeated n times is one clause
+boosted n times), Lucene's ``BM25Similarity(k1=0.9, b=0.4)``, hits sorted by score, ties by the document id
+(the ASIN) ascending. This module computes the same numbers the same way:
 
-Here the index is ``bm25s`` (``method="lucene"``: Lucene's IDF and length normalisation, k1/b as Anserini)
-over our own analyzer, which mirrors Lucene's ``EnglishAnalyzer``: a word tokenizer close to Lucene's
-StandardTokenizer (``6.76``, ``l'eau`` and ``1,000`` stay one token; ``x-large`` splits), the English
-possessive ``'s`` removed, lower-case, Lucene's 33 English stop words dropped, original Porter stemming
-(PyStemmer's ``porter``). A repeated query word counts as often as it occurs (Anserini boosts a repeated
-term by its count). Differences from Lucene: exact document lengths instead of Lucene's one-byte length
-norms, and the tokenizer is a regular expression, not the full Unicode word-break algorithm.
+* document length = the number of terms after analysis, stored as Lucene's one-byte norm
+  (``SmallFloat.intToByte4``: exact up to 23, then 4 significant bits) and read back through a 256-entry
+  table, ``1 / (k1 * (1 - b + b * length / avgdl))``, all in float32 as Lucene computes it;
+* idf = ``log(1 + (docCount - df + 0.5) / (df + 0.5))`` in double, stored as float32; avgdl =
+  ``sumTotalTermFreq / docCount`` (docCount: documents with at least one term);
+* a term's score = ``w - w / (1 + tf * normInverse)`` with ``w = boost * idf``, float32 throughout
+  (Lucene 8.11's ``BM25Scorer.score``); a document's score = the clause scores summed in double, then float32;
+* only documents sharing a term with the query are hits; the top ``k`` by (score desc, ASIN asc).
+
+Scores printed by pyserini are different numbers (Anserini's ``ScoreTiesAdjusterReranker`` rounds them to 4
+decimals and lowers each tie by 1e-6 afterwards); it never reorders hits, so the ranking is Lucene's.
 """
 
 from __future__ import annotations
 
-import re
-import threading
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 
-import bm25s
 import numpy as np
-import Stemmer
+
+from .analysis import Analyzer
 
 TOP_K = 50  # upstream: search_engine.search(keywords, k=50)
 K1 = 0.9  # Anserini's BM25 defaults (pyserini SimpleSearcher)
 B = 0.4
 
-# Lucene's EnglishAnalyzer.ENGLISH_STOP_WORDS_SET
-STOP_WORDS = frozenset(
-    "a an and are as at be but by for if in into is it no not of on or such that the their then there "
-    "these they this to was will with".split()
-)
-
-# Runs of letters/digits; '.', apostrophes and ':' join letters, '.', ',' and apostrophes join digits (the
-# UAX #29 rules Lucene's StandardTokenizer implements: MidLetter, MidNum, MidNumLet).
-_TOKEN = re.compile(
-    r"[^\W_]+(?:(?:(?<=[^\W\d_])[.'\u2019:](?=[^\W\d_])|(?<=\d)[.,;'\u2019](?=\d))[^\W_]+)*"
-)
-_STEM_CACHE_LIMIT = 1_000_000
-_POSSESSIVE = re.compile(r"['\u2019][sS]$")
+_F32 = np.float32
 
 
-class Analyzer:
-    """Text -> index terms (tokenize, drop possessives, lower-case, stop words, Porter stems)."""
+def int_to_byte4(i: int) -> int:
+    """Lucene's ``SmallFloat.intToByte4``: a non-negative int in one byte (exact below 24, then 4 bits of it)."""
+    if i < _NUM_FREE_VALUES:
+        return i
+    return _NUM_FREE_VALUES + _long_to_int4(i - _NUM_FREE_VALUES)
 
-    def __init__(self) -> None:
-        self._stemmer = Stemmer.Stemmer("porter")  # not thread-safe: used under the lock
-        self._lock = threading.Lock()
-        self._stems: dict[str, str] = {}
 
-    def terms(self, text: str) -> list[str]:
-        out: list[str] = []
-        stems = self._stems
-        for match in _TOKEN.finditer(text):
-            word = _POSSESSIVE.sub("", match.group()).lower()
-            if not word or word in STOP_WORDS:
-                continue
-            stem = stems.get(word)
-            if stem is None:
-                with self._lock:
-                    stem = self._stemmer.stemWord(word)
-                if len(stems) < _STEM_CACHE_LIMIT:  # queries are model text: keep the cache bounded
-                    stems[word] = stem
-            out.append(stem)
-        return out
+def byte4_to_int(b: int) -> int:
+    """Lucene's ``SmallFloat.byte4ToInt``: the length a norm byte stands for."""
+    if b < _NUM_FREE_VALUES:
+        return b
+    return _NUM_FREE_VALUES + _int4_to_long(b - _NUM_FREE_VALUES)
+
+
+def _long_to_int4(i: int) -> int:
+    bits = i.bit_length()
+    if bits < 4:
+        return i
+    shift = bits - 4
+    return ((i >> shift) & 0x07) | ((shift + 1) << 3)
+
+
+def _int4_to_long(i: int) -> int:
+    bits, shift = i & 0x07, (i >> 3) - 1
+    return bits if shift == -1 else (bits | 0x08) << shift
+
+
+_NUM_FREE_VALUES = 255 - _long_to_int4(2**31 - 1)  # 24
+_LENGTH_TABLE = np.array([byte4_to_int(b) for b in range(256)], dtype=np.float32)
 
 
 def document_text(title: str, description: str, bullets: Sequence[str], options: Mapping[str, Sequence[str]]) -> str:
@@ -75,30 +74,77 @@ def document_text(title: str, description: str, bullets: Sequence[str], options:
 
 
 class SearchIndex:
-    """A BM25 index over the catalog's products; ``search`` returns product positions, best first."""
+    """Lucene's BM25 index over (ASIN, text) documents; ``search`` returns document positions, best first."""
 
-    def __init__(self, documents: Iterable[str], *, k1: float = K1, b: float = B) -> None:
+    def __init__(self, documents: Iterable[tuple[str, str]], *, k1: float = K1, b: float = B) -> None:
         self.analyzer = Analyzer()
         vocab: dict[str, int] = {}
-        corpus_ids: list[list[int]] = []
-        for text in documents:
-            corpus_ids.append([vocab.setdefault(term, len(vocab)) for term in self.analyzer.terms(text)])
-        self.size = len(corpus_ids)
+        ids: list[str] = []
+        term_ids: list[int] = []  # postings as (term, doc, tf) triples, built document by document
+        doc_ids: list[int] = []
+        freqs: list[int] = []
+        lengths: list[int] = []
+        for doc, (asin, text) in enumerate(documents):
+            ids.append(asin)
+            terms = self.analyzer.terms(text)
+            lengths.append(len(terms))
+            for term, tf in Counter(terms).items():
+                term_ids.append(vocab.setdefault(term, len(vocab)))
+                doc_ids.append(doc)
+                freqs.append(tf)
+        self.size = len(ids)
+        self.ids = ids
         self._vocab = vocab
-        self._bm25 = bm25s.BM25(k1=k1, b=b, method="lucene")
-        if self.size:
-            self._bm25.index((corpus_ids, vocab), show_progress=False)
+        # ties: the id field's sorted doc values (UTF-8 bytes, ascending)
+        self._tie_rank = np.empty(self.size, dtype=np.int64)
+        self._tie_rank[sorted(range(self.size), key=lambda i: ids[i].encode("utf-8"))] = np.arange(self.size)
+        terms_arr = np.asarray(term_ids, dtype=np.int64)
+        order = np.argsort(terms_arr, kind="stable")
+        self._offsets = np.searchsorted(terms_arr[order], np.arange(len(vocab) + 1))
+        self._docs = np.asarray(doc_ids, dtype=np.int32)[order]
+        tf = np.asarray(freqs, dtype=np.float32)[order]
+        del term_ids, doc_ids, freqs, terms_arr
+        length = np.asarray(lengths, dtype=np.int64)
+        doc_count = int(np.count_nonzero(length))
+        k1f, bf = _F32(k1), _F32(b)
+        avgdl = _F32(length.sum() / doc_count) if doc_count else _F32(1)
+        norm_inverse = _F32(1) / (k1f * ((_F32(1) - bf) + bf * _LENGTH_TABLE / avgdl))  # BM25Similarity's cache
+        norms = np.array([int_to_byte4(n) for n in range(int(length.max(initial=0)) + 1)], dtype=np.uint8)
+        # tf * normInverse per posting: the product Lucene computes at query time, in float32
+        self._tf_norm = tf * norm_inverse[norms[length[self._docs]]]
+        df = np.diff(self._offsets).astype(np.float64)
+        self._idf = np.log(1 + (doc_count - df + 0.5) / (df + 0.5)).astype(np.float32)
+
+    def scores(self, query: str) -> tuple[np.ndarray, np.ndarray]:
+        """(positions of the documents matching the query, their float32 scores), in no particular order."""
+        clauses = Counter(t for t in self.analyzer.terms(query) if t in self._vocab)
+        if not clauses:
+            return np.empty(0, dtype=np.int32), np.empty(0, dtype=np.float32)
+        docs, parts = [], []
+        for term, boost in clauses.items():
+            t = self._vocab[term]
+            start, end = self._offsets[t], self._offsets[t + 1]
+            weight = _F32(boost) * self._idf[t]
+            docs.append(self._docs[start:end])
+            parts.append(weight - weight / (_F32(1) + self._tf_norm[start:end]))
+        if len(docs) == 1:
+            return docs[0], parts[0]
+        all_docs = np.concatenate(docs)
+        # Lucene's BooleanScorer adds the clause scores in a double, then casts to float
+        total = np.bincount(all_docs, weights=np.concatenate(parts).astype(np.float64), minlength=self.size)
+        hits = np.flatnonzero(np.bincount(all_docs, minlength=self.size))
+        return hits.astype(np.int32), total[hits].astype(np.float32)
+
+    def search_scored(self, query: str, k: int = TOP_K) -> list[tuple[int, float]]:
+        """The (at most ``k``) best (position, Lucene score) pairs: score descending, ties by ASIN ascending."""
+        hits, scores = self.scores(query)
+        if len(hits) > k:
+            kth = np.partition(scores, len(scores) - k)[len(scores) - k]
+            keep = scores >= kth  # every document scoring at least the k-th best (ties on the edge too)
+            hits, scores = hits[keep], scores[keep]
+        order = np.lexsort((self._tie_rank[hits], -scores))[:k]
+        return [(int(hits[i]), float(scores[i])) for i in order]
 
     def search(self, query: str, k: int = TOP_K) -> list[int]:
-        """Positions of the (at most ``k``) best matching products; only products sharing a query term."""
-        ids = [self._vocab[t] for t in self.analyzer.terms(query) if t in self._vocab]
-        if not ids or not self.size:
-            return []
-        scores = self._bm25.get_scores_from_ids(ids)
-        hits = np.flatnonzero(scores > 0)
-        if len(hits) > k:
-            # keep every product scoring at least the k-th best, then order by score, ties by position
-            kth = np.partition(scores[hits], len(hits) - k)[len(hits) - k]
-            hits = hits[scores[hits] >= kth]
-        order = np.argsort(-scores[hits], kind="stable")
-        return [int(i) for i in hits[order][:k]]
+        """Positions of the (at most ``k``) best matching documents; only documents sharing a query term."""
+        return [position for position, _ in self.search_scored(query, k)]

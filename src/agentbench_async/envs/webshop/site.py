@@ -39,7 +39,7 @@ class Shop:
         self.products = catalog.products
         self.nouns = nouns
         self.nouns_source = nouns_source
-        self.index = SearchIndex(document_text(p.title, p.description, p.bullets, p.options) for p in self.products)
+        self.index = SearchIndex((p.asin, document_text(p.title, p.description, p.bullets, p.options)) for p in self.products)
 
     def search(self, keywords: str) -> list[int]:
         return self.index.search(keywords)
