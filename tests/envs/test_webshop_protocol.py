@@ -3,10 +3,15 @@ policies through the real episode loop, and hostile replies."""
 
 from __future__ import annotations
 
+import ast
+import contextlib
 import json
+import re
 from collections import Counter
+from pathlib import Path
 
 import pytest
+import yaml
 
 from agentbench_async import statuses as st
 from agentbench_async.envs import make_env
@@ -14,6 +19,7 @@ from agentbench_async.envs.base import EpisodeContext, Session, Task
 from agentbench_async.envs.webshop import WebShopEnvironment
 from agentbench_async.envs.webshop.protocol import TEXT_RULES, parse_action
 from agentbench_async.envs.webshop.site import Browser
+from agentbench_async.envs.webshop.tasks import builtin_dir
 from agentbench_async.testing import play
 from agentbench_async.types import ModelReply, ToolCall
 
@@ -87,6 +93,37 @@ async def test_text_prompt_rules_one_shot_then_the_search_page(env: WebShopEnvir
     )
 
 
+def _upstream_text_start(data_dir: Path) -> list[dict[str, str]]:
+    """v0.2's ``WebShop.start_sample`` injections before the first round, rebuilt from its source file's strings (taken
+    out with regexes and literal_eval, independently of the environment's reader); "agent" is sent as "assistant"."""
+    source = (data_dir / "upstream-prompts/v0.2/src/server/tasks/webshop/__init__.py").read_text()
+    rules = ast.literal_eval(re.search(r'prompt: str = (""".*?""")', source, re.S).group(1))  # type: ignore[union-attr]
+    injected = []
+    for literal in re.findall(r"session\.inject\((\{[\"']role[\"'].*?\})\)\n", source):
+        with contextlib.suppress(ValueError):  # {"role": "user", "content": prompt}: a name, not a literal
+            injected.append(ast.literal_eval(literal))
+    return [{"role": "user", "content": rules}] + [{"role": {"agent": "assistant"}.get(m["role"], m["role"]), "content": m["content"]}
+                                                  for m in injected]  # fmt: skip
+
+
+async def test_with_data_dir_the_first_prompt_is_upstreams_character_for_character(official_data_dir: Path) -> None:
+    env = make_env("webshop", data_dir=official_data_dir, options={"webshop_data": str(builtin_dir())})  # WebShop-format goals
+    expected_start = _upstream_text_start(official_data_dir)
+    assert len(expected_start) == 10 and expected_start[1] == {"role": "assistant", "content": "Ok."}
+    for index in (0, 7, 42, 123, 199):  # a sample of the test split
+        task = env.get_task("test", str(index))
+        messages = await (await env.open_session(task, EpisodeContext(episode_id="u"))).begin()
+        instruction = task.data["goal"]["instruction_text"]
+        first_round = (f"Observation:\nWebShop [SEP] Instruction: [SEP] {instruction} [SEP] Search\n\n"
+                       "Available Actions:\n{'has_search_bar': True, 'clickables': ['search']}")  # f"...{env.get_available_actions()}"
+        assert messages == [*expected_start, {"role": "user", "content": first_round}]
+    fc = yaml.safe_load((official_data_dir / "upstream-prompts/fc/configs/tasks/webshop.yaml").read_text())["default"]["parameters"]
+    tools = await env.open_session(env.get_task("test", "0"), EpisodeContext(episode_id="t", action_mode="tools"))
+    assert tools.tools() == fc["tools"] and fc["round"] == 20  # AgentBench FC's definitions, read at run time
+    assert [d.setting for d in WebShopEnvironment.deviations(str(official_data_dir), {}, "text")] == []
+    assert [d.setting for d in WebShopEnvironment.deviations(None, {"webshop_data": "x"}, "text")] == ["webshop.prompts"]
+
+
 async def test_tools_prompt_and_tool_definitions(env: WebShopEnvironment) -> None:
     session = await env.open_session(_task(env), EpisodeContext(episode_id="p", action_mode="tools"))
     messages = await session.begin()
@@ -117,8 +154,17 @@ async def test_an_action_that_does_not_apply_uses_the_round_and_shows_the_same_p
     assert step.valid and step.observation[0]["content"].startswith("Observation:\nInstruction: [SEP] ")
 
 
+@pytest.mark.parametrize(("mode", "rounds"), [("text", 10), ("tools", 20)])  # v0.2's 10 rounds; AgentBench FC's 20
+async def test_the_round_limit_of_each_mode(env: WebShopEnvironment, mode: str, rounds: int) -> None:
+    session = await _session(env, mode)
+    reply = _text("search[candle]") if mode == "text" else ModelReply(content="", tool_calls=[ToolCall("c", "search_action", '{"keywords": "candle"}')])
+    steps = [await session.step(reply) for _ in range(rounds)]
+    assert [s.outcome is None for s in steps] == [True] * (rounds - 1) + [False]
+    assert steps[-1].outcome is not None and steps[-1].outcome.status == st.TASK_LIMIT_EXCEEDED
+    assert env.max_turns >= rounds
+
+
 async def test_turn_limit_and_context_limit_statuses(env: WebShopEnvironment) -> None:
-    assert env.max_turns == 10
     session = await _session(env)
     outcome = await session.on_turn_limit()
     assert (outcome.status, outcome.score, outcome.paper_status) == (st.TASK_LIMIT_EXCEEDED, 0.0, st.PAPER_TASK_LIMIT_REACHED)

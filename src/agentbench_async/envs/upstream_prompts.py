@@ -35,6 +35,7 @@ from typing import Any
 import yaml
 
 from ..errors import TaskFileError
+from ..settings import Deviation
 
 UPSTREAM_DIR = "upstream-prompts"
 V02 = "v0.2"  # THUDM/AgentBench 41e6807349f741e06428fae3e9e4d334e7002362 (the ICLR-2024 numbers)
@@ -134,6 +135,23 @@ def fc_tools(data_dir: Path, task_file: str, names: tuple[str, ...], *, env: str
     return tools  # parsed afresh on every call: the caller may keep it
 
 
+def wording_deviations(env: str, data_dir: object, action_mode: str, *, text: str, tools: str, upstream: str) -> list[Deviation]:
+    """The named differences in wording (``settings.deviations``) of an environment whose text-mode prompt is v0.2's and
+    whose tool definitions are AgentBench FC's when read from ``--data-dir``: ``<env>.prompts`` (text mode without
+    it), ``<env>.tools_prompt`` (tools mode: FC's system text is in its task code, which ``data pull`` does not fetch)
+    and ``<env>.tools`` (tools mode without it). ``text``/``tools`` say what the project shows instead, ``upstream``
+    what v0.2 shows."""
+    mine = (env,)
+    if action_mode != "tools":
+        return [] if data_dir else [Deviation(f"{env}.prompts", text, f"{upstream}, read from --data-dir", "prompt wording differs", envs=mine)]
+    out = [Deviation(f"{env}.tools_prompt", "the project's own system text", "AgentBench FC's (in its task code, not fetched "
+                     "by data pull)", "prompt wording differs", envs=mine)]  # fmt: skip
+    if not data_dir:
+        out.append(Deviation(f"{env}.tools", tools, f"AgentBench FC's, read from configs/tasks/{env}.yaml with --data-dir",
+                             "tool wording differs", envs=mine))  # fmt: skip
+    return out
+
+
 def _callee(call: ast.Call) -> str | None:
     if isinstance(call.func, ast.Name):
         return call.func.id
@@ -188,4 +206,5 @@ def upstream_config(data_dir: Path, version: str, task_file: str, *, env: str) -
     return data
 
 
-__all__ = ["FC", "UPSTREAM_DIR", "V02", "UpstreamSource", "fc_tools", "upstream_config", "upstream_path", "upstream_source"]
+__all__ = ["FC", "UPSTREAM_DIR", "V02", "UpstreamSource", "fc_tools", "upstream_config", "upstream_path", "upstream_source",
+           "wording_deviations"]

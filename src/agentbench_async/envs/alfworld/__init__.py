@@ -27,6 +27,7 @@ from typing import Any, ClassVar
 from ...errors import ConfigError, EnvUnavailableError
 from ...settings import Deviation
 from ..base import Environment, EpisodeContext, Session, Task
+from ..upstream_prompts import wording_deviations
 from .engine import GamePool
 from .prompts import Prompts, load_prompts
 from .session import MAX_STEPS, ALFWorldSession
@@ -65,17 +66,9 @@ class ALFWorldEnvironment(Environment):
 
     @classmethod
     def deviations(cls, data_dir: object, options: dict[str, Any], action_mode: str) -> list[Deviation]:
-        if action_mode == "tools":
-            out = [Deviation("alfworld.tools_prompt", "the project's own system instruction", "AgentBench FC's (in its task.py, "
-                             "not fetched by data pull)", "prompt wording differs", envs=("alfworld",))]  # fmt: skip
-            if not data_dir:
-                out.append(Deviation("alfworld.tools", "the project's own take_action description", "AgentBench FC's, read from "
-                                     "configs/tasks/alfworld.yaml with --data-dir", "tool wording differs", envs=("alfworld",)))  # fmt: skip
-            return out
-        if not data_dir:
-            return [Deviation("alfworld.prompts", "the project's own instruction, acknowledgement and one-shot examples",
-                              "upstream's, read from --data-dir", "prompt wording differs", envs=("alfworld",))]  # fmt: skip
-        return []
+        return wording_deviations("alfworld", data_dir, action_mode, upstream="upstream's instruction, acknowledgement and examples",
+                                  text="the project's own instruction, acknowledgement and one-shot examples",
+                                  tools="the project's own take_action description")  # fmt: skip
 
     def _int_option(self, key: str, default: int) -> int:
         raw = self.options.get(key, default)

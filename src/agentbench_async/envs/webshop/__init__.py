@@ -27,10 +27,12 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ...errors import ConfigError
+from ...settings import Deviation
 from ..base import Environment, EpisodeContext, Session, Task
+from ..upstream_prompts import wording_deviations
 from .catalog import DEFAULT_PRICE_SEED, Catalog, load_catalog
 from .nouns import DEFAULT_SPACY_MODEL, noun_tagger
-from .protocol import MAX_ROUNDS
+from .protocol import FC_ROUNDS, Prompts, load_prompts
 from .session import WebShopSession
 from .site import Shop
 from .tasks import DataSource, data_source, make_tasks
@@ -41,7 +43,7 @@ _DEFAULT_CAPACITY = 1000
 class WebShopEnvironment(Environment):
     name: ClassVar[str] = "webshop"
     description: ClassVar[str] = "Web Shopping (WebShop): search a catalog, pick a product and its options, buy it"
-    max_turns: ClassVar[int] = MAX_ROUNDS
+    max_turns: ClassVar[int] = FC_ROUNDS  # tools mode's (AgentBench FC); text sessions stop at v0.2's 10 rounds
     metric: ClassVar[str] = "reward"
     supports_tools: ClassVar[bool] = True
     requires: ClassVar[str] = "nothing (numpy, rapidfuzz); official goals: WebShop's data files via --webshop-data DIR"
@@ -53,6 +55,7 @@ class WebShopEnvironment(Environment):
         self._lock = threading.Lock()
         self._catalog: Catalog | None = None
         self._shop: Shop | None = None
+        self._prompts: Prompts | None = None
 
     def _int_option(self, key: str, default: int, *, minimum: int) -> int:
         raw = self.options.get(key, default)
@@ -95,15 +98,29 @@ class WebShopEnvironment(Environment):
     def plays_official_tasks(cls, data_dir: object, options: dict[str, Any]) -> bool:
         return bool(options.get("webshop_data") or data_dir)  # --data-dir without WebShop files is refused
 
+    @classmethod
+    def deviations(cls, data_dir: object, options: dict[str, Any], action_mode: str) -> list[Deviation]:
+        return wording_deviations("webshop", data_dir, action_mode, upstream="upstream's rules and L'eau d'Issey one-shot",
+                                  text="the project's own rules and one-shot purchase",
+                                  tools="the project's own search_action/click_action descriptions")  # fmt: skip
+
     def tasks(self, split: str) -> Iterator[Task]:
         return make_tasks(self.name, split, self.catalog(), self.source, self.options)
 
+    @property
+    def prompts(self) -> Prompts:
+        """AgentBench's wording (from the upstream files ``agentbench data pull`` puts under --data-dir), else ours."""
+        if self._prompts is None:
+            self._prompts = load_prompts(self.data_dir)
+        return self._prompts
+
     async def start(self) -> None:
+        _ = self.prompts  # a missing upstream file fails the start, naming it
         await asyncio.to_thread(self.shop)
 
     async def open_session(self, task: Task, ctx: EpisodeContext) -> Session:
         shop = self._shop if self._shop is not None else await asyncio.to_thread(self.shop)
-        return WebShopSession(shop, task, ctx)
+        return WebShopSession(shop, task, ctx, self.prompts)
 
 
 __all__ = ["WebShopEnvironment"]

@@ -11,11 +11,17 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ...types import Message
+from ..upstream_prompts import V02, fc_tools, upstream_source
 
-MAX_ROUNDS = 10  # AgentBench v0.2 webshop: 10 rounds
+MAX_ROUNDS = 10  # AgentBench v0.2 webshop: 10 rounds (text mode)
+FC_ROUNDS = 20  # AgentBench FC's round (configs/tasks/webshop.yaml): tools mode
+UPSTREAM_TASK = "src/server/tasks/webshop/__init__.py"  # v0.2's WebShop task: the prompt and start_sample's injects
+TOOL_NAMES = ("search_action", "click_action")
 
 ACTION_RE = re.compile(r"[Aa]ction: *\n* *((search|click)\[.+?])")
 
@@ -126,6 +132,35 @@ def one_shot() -> list[Message]:
     return messages
 
 
+@dataclass(frozen=True)
+class Prompts:
+    """The wording of a run: text mode's rules, acknowledgement and one-shot conversation; tools mode's tools."""
+
+    rules: str
+    acknowledgement: str
+    example: list[Message]
+    tools: list[dict[str, Any]]
+    upstream: bool  # read from AgentBench's files (--data-dir), not the project's own
+
+
+OWN_PROMPTS = Prompts(TEXT_RULES, "Ok.", one_shot(), TOOLS, upstream=False)
+
+
+def load_prompts(data_dir: Path | None) -> Prompts:
+    """AgentBench's wording from the pulled upstream files under ``data_dir``, else the project's own."""
+    if data_dir is None:
+        return OWN_PROMPTS
+    task = upstream_source(data_dir, V02, UPSTREAM_TASK, env="webshop")
+    rules = task.literal("prompt")
+    shown = [m for m in task.call_arguments("WebShop.start_sample", "inject") if isinstance(m, dict) and isinstance(m.get("content"), str)]
+    roles = [m.get("role") for m in shown]
+    if not isinstance(rules, str) or len(shown) < 3 or len(shown) % 2 == 0 or roles != ["agent", *["user", "agent"] * (len(shown) // 2)]:
+        raise task.error("expected a string 'prompt' and start_sample injecting 'Ok.' then user/agent example turns")
+    messages: list[Message] = [{"role": "assistant" if m["role"] == "agent" else "user", "content": m["content"]} for m in shown]
+    tools = fc_tools(data_dir, "webshop", TOOL_NAMES, env="webshop")
+    return Prompts(rules, messages[0]["content"] or "", messages[1:], tools, upstream=True)
+
+
 # ------------------------------------------------------------------------------------- messages
 
 
@@ -134,16 +169,17 @@ def round_message(observation: str, available: dict[str, Any]) -> str:
     return f"Observation:\n{observation}\n\nAvailable Actions:\n{available}"
 
 
-def first_messages(action_mode: str, observation: str, available: dict[str, Any]) -> list[Message]:
+def first_messages(action_mode: str, observation: str, available: dict[str, Any], prompts: Prompts = OWN_PROMPTS) -> list[Message]:
+    """Text mode: v0.2's rules, acknowledgement, one-shot conversation and first round; tools mode: FC's shape."""
     if action_mode == "tools":
         return [
             {"role": "system", "content": TOOLS_RULES},
             {"role": "user", "content": f"The initial observation:\n{observation}\n\nAvailable Actions:\n{available}"},
         ]
     return [
-        {"role": "user", "content": TEXT_RULES},
-        {"role": "assistant", "content": "Ok."},
-        *one_shot(),
+        {"role": "user", "content": prompts.rules},
+        {"role": "assistant", "content": prompts.acknowledgement},
+        *(dict(m) for m in prompts.example),
         {"role": "user", "content": round_message(observation, available)},
     ]
 

@@ -4,7 +4,8 @@ Text mode: a reply without a readable ``Action: search[...]``/``click[...]`` end
 (``invalid_format``; upstream AGENT_VALIDATION_FAILED, reward 0). A readable action that does not apply to
 the page (a click on something not listed) changes nothing and the round is used. Buy Now ends the episode
 (``completed``, score = the purchase's reward). After 10 rounds: ``task_limit_exceeded``, reward 0.
-Tools mode: a message without a usable tool call is answered with a notice and uses the round, as in FC.
+Tools mode: a message without a usable tool call is answered with a notice and uses the round, as in FC;
+FC's 20 rounds (the environment's turn cap; text mode's 10 are counted here).
 """
 
 from __future__ import annotations
@@ -17,9 +18,12 @@ from ...types import Message, ModelReply, ToolCall
 from ..base import EpisodeContext, Outcome, Session, Step, Task
 from .catalog import Goal
 from .protocol import (
+    FC_ROUNDS,
+    MAX_ROUNDS,
     NO_TOOL_CALL,
     ONE_CALL_PER_TURN,
-    TOOLS,
+    OWN_PROMPTS,
+    Prompts,
     ToolCallError,
     first_messages,
     parse_action,
@@ -33,8 +37,9 @@ NO_ACTION = "no 'Action: search[...]' or 'Action: click[...]' in the reply"
 
 
 class WebShopSession(Session):
-    def __init__(self, shop: Shop, task: Task, ctx: EpisodeContext) -> None:
+    def __init__(self, shop: Shop, task: Task, ctx: EpisodeContext, prompts: Prompts = OWN_PROMPTS) -> None:
         self._shop = shop
+        self._prompts = prompts
         self._task = task
         self._tools_mode = ctx.action_mode == "tools"
         self._browser = Browser(shop, Goal.from_dict(task.data["goal"]))
@@ -43,13 +48,19 @@ class WebShopSession(Session):
 
     async def begin(self) -> list[Message]:
         b = self._browser
-        return first_messages("tools" if self._tools_mode else "text", b.observation(), b.available_actions())
+        return first_messages("tools" if self._tools_mode else "text", b.observation(), b.available_actions(), self._prompts)
 
     def tools(self) -> list[dict[str, Any]] | None:
-        return TOOLS if self._tools_mode else None
+        return self._prompts.tools if self._tools_mode else None
 
     async def step(self, reply: ModelReply) -> Step:
         self._rounds += 1
+        step = await self._step(reply)
+        if step.outcome is None and self._rounds >= (FC_ROUNDS if self._tools_mode else MAX_ROUNDS):
+            step.outcome = await self.on_turn_limit()
+        return step
+
+    async def _step(self, reply: ModelReply) -> Step:
         if self._tools_mode:
             return await self._step_tools(reply)
         action = parse_action(reply.content or "")
