@@ -262,6 +262,43 @@ async def test_runaway_statements_are_stopped(env: DBEnvironment) -> None:
         await session.close()
 
 
+async def test_no_sequence_engine_so_the_billion_row_sort_of_the_issue_fails_at_once(env: DBEnvironment) -> None:
+    session = await _session(env)
+    try:
+        start = time.monotonic()
+        said = await _sql(session, "SELECT seq, MD5(seq) FROM seq_1_to_1000000000 ORDER BY MD5(seq)")
+        assert said.startswith("1146 (42S02)") and "seq_1_to_1000000000' doesn't exist" in said
+        assert time.monotonic() - start < 2
+    finally:
+        await session.close()
+
+
+async def test_temp_files_stay_inside_the_servers_capped_tmpfs() -> None:
+    """A sort of a billion joined rows (the session raises its own temp-table limit) fails when the server's 16 MB
+    tmpfs is full, well inside the statement's time limit, and writes nothing to the host's disk."""
+    require(HAS_MARIADB, "mariadbd is not installed (apt-get install mariadb-server)")
+    small = DBEnvironment(options={"statement_timeout": 10, "tmp_mb": 16, "capacity": 2})
+    await small.start()
+    try:
+        assert small.server is not None and small.server.pid and small.server._base is not None
+        host_tmp = small.server._base / "tmp"
+        mounts = Path(f"/proc/{small.server.pid}/mountinfo").read_text()
+        assert any(f" {host_tmp} " in line and "- tmpfs agentbench-db-tmp" in line and "size=16384k" in line for line in mounts.splitlines())
+        session = await _session(small, _table_task([[str(i), str(i * 7)] for i in range(1000)], name="T"))
+        try:
+            assert await _sql(session, "SET SESSION tmp_disk_table_size = 1099511627776") == "[]"
+            start = time.monotonic()
+            said = await _sql(session, "SELECT x.Ship, MD5(CONCAT(x.Ship, y.Ship, z.Crew)) AS h FROM T x, T y, T z ORDER BY h")
+            assert said.startswith("1114 (HY000): The table '(temporary)' is full"), said
+            assert time.monotonic() - start < 8, "stopped by the cap, not by the statement's time limit"
+            assert not any(host_tmp.iterdir()), "nothing reached the host's disk"
+            assert await _sql(session, "SELECT COUNT(*) FROM T") == "[(1000,)]"  # the episode goes on
+        finally:
+            await session.close()
+    finally:
+        await small.close()
+
+
 async def test_episode_database_and_account_are_dropped(env: DBEnvironment) -> None:
     session = await _session(env)
     assert session._db is not None

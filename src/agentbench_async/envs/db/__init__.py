@@ -15,7 +15,9 @@ Options (``Environment(options=...)``, from the run config / CLI):
 - ``official_variant``: ``v0.2`` (default) or ``fc``: with ``--data-dir``, the test split is AgentBench
   FC's copy of std (``dbbench/agentbench-fc/standard.jsonl``, 11 records fixed);
 - ``datadir_cache``: copy a cached pristine datadir (made once per MariaDB build under
-  ``~/.cache/agentbench-async/mariadb``) instead of running ``mariadb-install-db`` each run (default true).
+  ``~/.cache/agentbench-async/mariadb``) instead of running ``mariadb-install-db`` each run (default true);
+- ``tmp_mb``: size in MB of the private server's tmpfs for temp files (sort files, on-disk temporary tables;
+  default 512); 0 keeps them uncapped in the system temp folder.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from ..base import Environment, EpisodeContext, Session, Task
 from ..options import int_option
 from .backend import Backend
 from .protocol import MAX_OPERATIONS
-from .server import PrivateMariaDB, parse_db_url, probe_flavour
+from .server import DEFAULT_TMP_MB, PrivateMariaDB, parse_db_url, probe_flavour
 from .session import DBSession
 from .tasks import load_tasks
 
@@ -106,6 +108,8 @@ class DBEnvironment(Environment):
                     max_connections=capacity * 3 + 50,
                     port=int(port) if port else None,
                     cache=_flag(self.options.get("datadir_cache", True)),
+                    tmp_mb=int_option("db", "tmp_mb", self.options.get("tmp_mb", DEFAULT_TMP_MB), minimum=0,
+                                      meaning="MB of the server's temp-file tmpfs; 0: uncapped"),
                 )
                 info = await self._server.start()
             self._backend = Backend(info, statement_timeout=timeout, workers=capacity + 8, server=self._server)

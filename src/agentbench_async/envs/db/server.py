@@ -6,7 +6,8 @@ admin password set at start-up) or a server given by ``db_url`` (``mysql://user:
 
 The private server is configured to behave like the MySQL 8 server AgentBench used: ``utf8mb4``
 with an accent- and case-insensitive NO PAD collation, MySQL 8's default ``sql_mode``,
-``group_concat_max_len=1024``; no file access (``secure_file_priv`` points at an empty folder).
+``group_concat_max_len=1024``, no Sequence engine; no file access (``secure_file_priv`` points at an empty
+folder); its temp files in a size-capped tmpfs of its own (``tmp_mb``).
 """
 
 from __future__ import annotations
@@ -44,6 +45,13 @@ _START_TIMEOUT = 60.0
 # Every table lives in one system tablespace with a ceiling, so no episode can fill the host's disk
 # (past it, writes fail with error 1114 "The table is full"); dropped tables' pages are reused.
 _DATA_FILE_PATH = "ibdata1:12M:autoextend:max:4G"
+# The server's temp files (sort files, on-disk temporary tables, ...) live in a tmpfs of this many MB mounted
+# for it alone in a private mount namespace: a statement that sorts a billion rows fails with errno 28 ("No
+# space left on device") instead of writing gigabytes to the host's disk within its time limit.
+DEFAULT_TMP_MB = 512
+# The tmpfs is mounted by the first process of the server (args: mount point, size, then the server's argv).
+_TMPFS_SETUP = 'mount -t tmpfs -o "size=$2,mode=0700" agentbench-db-tmp "$1" || exit 97; shift 2; exec "$@"'
+_NO_TMPFS = 97
 
 
 @dataclass
@@ -186,9 +194,10 @@ class PrivateMariaDB:
 
     def __init__(
         self, *, mariadbd: str | None = None, install_db: str | None = None, max_connections: int = 300, port: int | None = None,
-        cache: bool = True,
+        cache: bool = True, tmp_mb: int = DEFAULT_TMP_MB,
     ) -> None:
         self._cache = cache
+        self._tmp_mb = tmp_mb  # size of the server's private tmpfs for temp files; 0: the host's temp folder, uncapped
         self._port = port  # also listen on 127.0.0.1:<port> (tests of db_url); else unix socket only
         self._mariadbd_opt = mariadbd
         self._install_opt = install_db
@@ -245,16 +254,36 @@ class PrivateMariaDB:
             f"--sql-mode={MYSQL8_SQL_MODE}",
             f"--group-concat-max-len={GROUP_CONCAT_MAX_LEN}",
             f"--max-connections={self._max_connections}",
-            "--tmp-disk-table-size=256M",
+            f"--tmp-disk-table-size={min(256, self._tmp_mb // 2) if self._tmp_mb else 256}M",
             "--max-recursive-iterations=100000",
+            "--sequence=OFF",  # MariaDB's seq_1_to_N tables (AgentBench ran MySQL, which has none)
         ]
+        if self._tmp_mb:  # InnoDB's temporary tablespace (CREATE TEMPORARY TABLE) is in the datadir: capped too
+            args.append(f"--innodb-temp-data-file-path=ibtmp1:12M:autoextend:max:{max(self._tmp_mb, 16)}M")
         if self._port:
             args += ["--bind-address=127.0.0.1", f"--port={self._port}"]
         else:
             args.append("--skip-networking")
-        if os.geteuid() == 0:
+        if os.geteuid() == 0 or self._tmp_mb:  # (in the user namespace of a capped server the user is root too)
             args.append("--user=root")
         return args
+
+    def _tmpfs_prefix(self, base: Path) -> list[str]:
+        """The command that mounts the server's capped tmpfs at ``base/tmp`` in a private mount namespace (as root;
+        otherwise in a user namespace where the user is root) and then runs the server in it."""
+        if not self._tmp_mb:
+            return []
+        unshare = _find_binary("unshare", None)
+        if unshare is None:
+            raise EnvUnavailableError(self._no_tmpfs("unshare (util-linux) is not installed"))
+        userns = [] if os.geteuid() == 0 else ["--user", "--map-root-user"]
+        return [unshare, *userns, "--mount", "--propagation", "private", "--", "sh", "-c", _TMPFS_SETUP, "sh",
+                str(base / "tmp"), f"{self._tmp_mb}m"]  # fmt: skip
+
+    def _no_tmpfs(self, why: str) -> str:
+        return (f"db: cannot give MariaDB a size-capped temp folder (a {self._tmp_mb} MB tmpfs in a private mount namespace: "
+                f"{why}); run as root or allow unprivileged user namespaces, or set --env-option db.tmp_mb=0 to keep its "
+                "temp files uncapped in the system temp folder")  # fmt: skip
 
     async def start(self) -> ServerInfo:
         mariadbd, install = self._binaries()
@@ -337,18 +366,24 @@ class PrivateMariaDB:
         sock = Path(self.info.unix_socket or "")
         with contextlib.suppress(FileNotFoundError):
             sock.unlink()
-        self._proc = await asyncio.create_subprocess_exec(
-            mariadbd,
-            *self._server_args(self._base),
-            f"--init-file={init_file}",
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.DEVNULL,
-            start_new_session=True,  # Ctrl-C of the run reaches us, not the server: close() stops it
-            preexec_fn=_die_with_parent,
-        )
+        launch_log = self._base / "run" / "launch.log"  # what the tmpfs set-up says if it fails
+        with open(launch_log, "wb") as log:
+            self._proc = await asyncio.create_subprocess_exec(
+                *self._tmpfs_prefix(self._base),
+                mariadbd,
+                *self._server_args(self._base),
+                f"--init-file={init_file}",
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.DEVNULL,
+                stderr=log,
+                start_new_session=True,  # Ctrl-C of the run reaches us, not the server: close() stops it
+                preexec_fn=_die_with_parent,
+            )
         deadline = time.monotonic() + _START_TIMEOUT
         while True:
+            if self._proc.returncode == _NO_TMPFS and self._tmp_mb:
+                said = " ".join(launch_log.read_text(errors="replace").split())[:300]
+                raise EnvUnavailableError(self._no_tmpfs(said or "mount failed"))
             if self._proc.returncode is not None:
                 raise EnvUnavailableError(f"db: mariadbd exited at start-up: {self._error_log_tail()}")
             if sock.exists() and await asyncio.to_thread(self._can_connect):
