@@ -98,9 +98,11 @@ def test_cgroup_v2_needs_delegation_else_rlimits_with_one_warning(tmp_path: Path
     assert len(err) == 1 and err[0].startswith("warning: os: cgroup v2 controller(s) memory, pids not delegated")
     # delegated: the episode's cgroup gets the limits
     root, self_cgroup = _fake_v2(tmp_path / "ok", "cpu memory pids\n")
-    cg = _Cgroups("agentbench-os-t2", Limits(memory_mb=64, pids=32), root, self_cgroup)
+    cg = _Cgroups("agentbench-os-t2", Limits(memory_mb=64, pids=32, disk_mb=100, shm_mb=16), root, self_cgroup)
     path = root / "user.slice" / "engine.scope" / "agentbench-os-t2"
-    assert cg.memory == path and (path / "memory.max").read_text() == str(64 << 20) and (path / "pids.max").read_text() == "32"
+    # processes' 64 MiB + the in-memory disk and /dev/shm + the warden; pids: + warden, bubblewrap, keeper
+    assert cg.memory == path and (path / "memory.max").read_text() == str((64 + 100 + 16 + 32) << 20)
+    assert (path / "pids.max").read_text() == "35"
 
 
 def test_cgroup_write_failure_leaves_nothing_behind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:

@@ -205,7 +205,7 @@ async def test_hostile_commands_get_nothing(sandboxed: None, tmp_path: Path) -> 
 
 
 async def test_runaway_commands_end_and_the_episode_goes_on(sandboxed: None) -> None:
-    env = OSEnvironment(options={"command_timeout": 2, "memory_mb": 256, "pids": 128})
+    env = OSEnvironment(options={"command_timeout": 5, "memory_mb": 256, "pids": 128, "disk_mb": 64})
     async with _Episode(env) as ep:
         out = await ep.sh("while true; do :; done")
         assert "interrupted" in out

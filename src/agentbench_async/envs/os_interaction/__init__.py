@@ -20,12 +20,15 @@ from ..base import Environment, EpisodeContext, Outcome, Session, Step, Task
 from .grading import grade, run_script
 from .protocol import TOOLS, Action, ParseError, first_messages, observation_text, parse_text, parse_tools
 from .records import builtin_tasks, official_tasks
+from .rootfs import ensure_shifted
 from .rootfs import resolve as resolve_root
-from .sandbox import Limits, Sandbox, check_available
+from .sandbox import IdMap, Limits, Sandbox, check_available, host_idmap
 from .shell import AgentShell
 
 TIMEOUT_NOTE = "\n[the command ran longer than {s:g} s and was interrupted]"
 FLOOD_NOTE = "\n[the command printed too much output and was interrupted]"
+OOM_NOTE = "\n[a process was killed: the sandbox ran out of memory ({mb} MiB)]"
+RESTART_NOTE = "\n[the shell ended; a new login shell runs the next command (variables and the working directory start afresh)]"
 
 
 class OSEnvironment(Environment):
@@ -45,6 +48,7 @@ class OSEnvironment(Environment):
         self.rootfs: str | None = opts.get("rootfs") or None
         self.mirror: str | None = opts.get("mirror") or None
         self.root: Path | None = None  # the resolved lower layer, set by start()
+        self.idmap: IdMap | None = None  # the sandboxes' id range, set by start()
         self.command_timeout = float(opts.get("command_timeout", 30))
         self.script_timeout = float(opts.get("script_timeout", 120))
         self.limits = Limits(
@@ -67,8 +71,10 @@ class OSEnvironment(Environment):
 
     async def start(self) -> None:
         check_available()
-        self.root = await resolve_root(self.rootfs, self.mirror)
-        probe = Sandbox(self.limits, self.root)
+        self.idmap = host_idmap()
+        root = await resolve_root(self.rootfs, self.mirror)
+        self.root = await ensure_shifted(root, self.idmap.uid_base, self.idmap.gid_base)
+        probe = Sandbox(self.limits, self.root, self.idmap)
         try:
             await probe.start()
             code, out = await run_script(probe, {"language": "bash", "code": "echo ok"}, [], 20)
@@ -95,7 +101,7 @@ class OSSession(Session):
         self._task = task
         self._ctx = ctx
         assert env.root is not None  # open_session starts the environment first
-        self._sandbox = Sandbox(env.limits, env.root)
+        self._sandbox = Sandbox(env.limits, env.root, env.idmap)
         self._shell = AgentShell(self._sandbox)
 
     def tools(self) -> list[dict[str, Any]] | None:
@@ -136,6 +142,10 @@ class OSSession(Session):
                 output += TIMEOUT_NOTE.format(s=self._env.command_timeout)
             elif result.truncated:
                 output += FLOOD_NOTE
+            if result.oom_killed:
+                output += OOM_NOTE.format(mb=self._env.limits.memory_mb)
+            if result.restarted:
+                output += RESTART_NOTE
             return Step(action=action.describe(), observation=self._observe(reply, observation_text(output)))
         answer = action.answer if action.kind == "answer" else None
         ok, details = await grade(self._sandbox, self._task.data, answer, self._env.script_timeout)

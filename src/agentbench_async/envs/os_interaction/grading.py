@@ -1,38 +1,140 @@
-"""Running init/check scripts in the sandbox and grading an episode (spec §2.3 and §5)."""
+"""Running init/check scripts in the sandbox and grading an episode (spec §2.3 and §5).
+
+A script is a process the episode's warden starts inside the sandbox (root, cwd ``/``, stdin at end of
+file, stdout and stderr one pipe). Its parameters (the agent's answer, earlier checks' outputs) travel
+through a pipe on fd 3, never argv: an answer of any length or content reaches the check, where upstream's
+``docker exec`` argv would fail (E2BIG over 128 KiB, a NUL byte). Python scripts see them as
+``sys.argv[1:]`` exactly; bash scripts as ``$1``... (bash cannot hold NUL bytes: they are dropped there).
+
+Checks run ``python3 -I -S`` (no site-packages, no environment) and ``bash`` in the episode exactly as it
+is — unless the episode changed what a check executes or loads (an executable's or library's content, the
+loader's files, a command shadowing a pristine one on PATH; :meth:`.Sandbox.tampered`, re-read before every
+check): then the interpreters, libraries, loader files and PATH come from the pristine image (``pristine``,
+see :mod:`._warden`) and the details name what was changed. Replacing ``bash``, ``python3``, libc or
+anything on ``PATH`` does not change a verdict.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
+import os
 import re
-import subprocess
-import tempfile
 from typing import Any
 
 from ...errors import EnvError
-from .process import kill_process_group, spawn
-from .sandbox import Sandbox
+from .process import off_loop
+from .sandbox import PRISTINE, Sandbox
+
+MAX_OUTPUT = 4 << 20
+# bash: "$@" from fd 3 (NUL-terminated strings), then fd 3 closed; builtins only
+_BASH_PARAMS = (
+    '__ab_p=(); while IFS= read -r -d "" __ab_x <&3; do __ab_p+=("$__ab_x"); done; exec 3<&-; '
+    'set -- "${__ab_p[@]}"; unset __ab_p __ab_x\n'
+)
+# python: {"code", "params"} as JSON on fd 3; the code runs as ``python3 -c code params...`` would run it
+_PY_WRAPPER = (
+    "import sys\n"
+    "def _ab_load():\n"
+    "    import json\n"
+    "    with open(3, 'rb') as f:\n"
+    "        payload = json.loads(f.read())\n"
+    "    sys.argv[:] = ['-c', *payload['params']]\n"
+    "    return payload['code']\n"
+    "_ab_code = _ab_load()\n"
+    "del _ab_load\n"
+    "exec(compile(_ab_code, '<string>', 'exec'), {'__name__': '__main__', '__builtins__': __builtins__})\n"
+)
 
 
-async def run_script(sandbox: Sandbox, script: dict[str, str], params: list[str], timeout: float) -> tuple[int, str]:
-    """Run one script as its own process in the sandbox (root, cwd ``/``, no TTY, stdin closed).
-
-    Returns (exit code, combined stdout+stderr). Waits for the process, not for its output to close,
-    so background jobs an init leaves behind (``(sleep 60) &``) do not hold it up.
-    """
+def _command(script: dict[str, str], params: list[str], check: bool, pristine: bool) -> tuple[list[str], bytes]:
+    """(argv, what goes to fd 3) for one script."""
     if script["language"] == "python":
-        argv = ["python3", "-c", script["code"], *params]
-    else:
-        argv = ["bash", "-c", script["code"], "--", *params]
-    with tempfile.TemporaryFile() as out:
-        proc = await spawn(sandbox.command(argv), stdin=subprocess.DEVNULL, stdout=out, stderr=out, env=sandbox.host_env())
+        python = f"{PRISTINE}/usr/bin/python3" if pristine else "/usr/bin/python3"
+        flags = ["-I", "-S"] if check else []
+        return [python, *flags, "-c", _PY_WRAPPER], json.dumps({"code": script["code"], "params": params}).encode()
+    bash = f"{PRISTINE}/usr/bin/bash" if pristine else "/bin/bash"
+    payload = b"".join(p.replace("\0", "").encode("utf-8", errors="surrogateescape") + b"\0" for p in params)
+    return [bash, "-c", _BASH_PARAMS + script["code"], "--"], payload
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    except OSError:
+        pass  # the script ended without reading its parameters
+    finally:
+        os.close(fd)
+
+
+async def run_script(
+    sandbox: Sandbox, script: dict[str, str], params: list[str], timeout: float, *, check: bool = False,
+    pristine: bool = False,
+) -> tuple[int, str]:
+    """Run one script as its own process in the sandbox. Returns (exit code, combined stdout+stderr);
+    -1 when it did not finish within ``timeout`` (then its whole process group is killed).
+
+    Waits for the process, not for its output to close, so background jobs an init leaves behind
+    (``(sleep 60) &``) do not hold it up."""
+    argv, payload = _command(script, params, check, pristine)
+    out_r, out_w = os.pipe()
+    in_r, in_w = os.pipe()
+    par_r, par_w = os.pipe()
+    os.close(in_w)  # stdin: at end of file at once
+    try:
+        proc, _ = await sandbox.spawn(argv, check=pristine, stdio=(in_r, out_w, out_w), extra_fds=(par_r,))
+    except BaseException:
+        for fd in (out_r, par_w):
+            os.close(fd)
+        raise
+    finally:
+        for fd in (in_r, out_w, par_r):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+    writer = asyncio.ensure_future(off_loop(_write_all, par_w, payload))
+    output = bytearray()
+    loop = asyncio.get_running_loop()
+    os.set_blocking(out_r, False)
+    eof = asyncio.Event()
+
+    def readable() -> bool:
+        """Read what is there; False once nothing more is (for now)."""
+        try:
+            chunk = os.read(out_r, 65536)
+        except BlockingIOError:
+            return False
+        except OSError:
+            chunk = b""
+        if not chunk:
+            eof.set()
+            loop.remove_reader(out_r)
+            return False
+        if len(output) < MAX_OUTPUT:
+            output.extend(chunk[: MAX_OUTPUT - len(output)])
+        return True
+
+    loop.add_reader(out_r, readable)
+    try:
         try:
             code = await asyncio.wait_for(proc.wait(), timeout=timeout)
         except asyncio.TimeoutError:
-            await kill_process_group(proc, timeout=10)
+            await sandbox.kill_group(proc.pid)
             code = -1
-        out.seek(0)
-        data = out.read(4 << 20)
-    return code, data.decode("utf-8", errors="replace")
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(eof.wait(), timeout=0.05)  # background jobs may hold the pipe open
+        drained = 0
+        while not eof.is_set() and drained < MAX_OUTPUT and readable():
+            drained += 65536
+    finally:
+        with contextlib.suppress(Exception):
+            loop.remove_reader(out_r)
+        os.close(out_r)
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(writer, timeout=5)
+    return code, bytes(output).decode("utf-8", errors="replace")
 
 
 def match_answer(spec: dict[str, Any], answer: str | None) -> bool:
@@ -50,12 +152,16 @@ async def grade(sandbox: Sandbox, data: dict[str, Any], answer: str | None, time
     if "match" in data:
         return match_answer(data["match"], answer), {}
     params = [str(answer)]
+    details: dict[str, Any] = {}
     for i, step in enumerate(data["check"]):
         script = data["example"] if step is None else step
-        code, output = await run_script(sandbox, script, params, timeout)
+        tampered = await sandbox.tampered()
+        if tampered:
+            details["tampered"] = sorted(set(details.get("tampered", [])) | set(tampered))[:20]
+        code, output = await run_script(sandbox, script, params, timeout, check=True, pristine=bool(tampered))
         if code == -1:
             raise EnvError(f"os: check script {i} did not finish within {timeout:.0f} s")
         if code != 0:
-            return False, {"failed_check": i, "check_output": output[-400:]}
+            return False, {**details, "failed_check": i, "check_output": output[-400:]}
         params.append(output)
-    return True, {}
+    return True, details

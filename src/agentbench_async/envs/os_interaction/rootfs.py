@@ -22,6 +22,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -266,6 +267,83 @@ async def ensure_unpacked(archive: Path, *, cache: Path | None = None, report: R
         (folder / "source.json").write_text(json.dumps({"archive": str(archive.resolve()), "size": st.st_size}) + "\n")
 
     return await _cached(cache, final, unpack)
+
+
+_IDMAP_FILE = "idmap.json"
+_ID_COUNT = 65536
+
+
+def _shift_tree(root: Path, old: tuple[int, int], new: tuple[int, int], count: int) -> int:
+    """Move owners and groups under ``root`` (links not followed) from the id range starting at ``old``
+    (uid, gid) to the one starting at ``new``; ids outside the old range stay. Keeps set-id bits (chown
+    clears them). Returns how many entries changed."""
+    changed = 0
+
+    def move(path: str) -> None:
+        nonlocal changed
+        st = os.lstat(path)
+        uid = st.st_uid - old[0] + new[0] if old[0] <= st.st_uid < old[0] + count else st.st_uid
+        gid = st.st_gid - old[1] + new[1] if old[1] <= st.st_gid < old[1] + count else st.st_gid
+        if (uid, gid) == (st.st_uid, st.st_gid):
+            return
+        os.lchown(path, uid, gid)
+        if not stat.S_ISLNK(st.st_mode) and st.st_mode & 0o6000:
+            os.chmod(path, stat.S_IMODE(st.st_mode))
+        changed += 1
+
+    move(str(root))
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in (*dirnames, *filenames):
+            move(os.path.join(dirpath, name))
+    return changed
+
+
+async def ensure_shifted(root: Path, uid_base: int, gid_base: int, *, cache: Path | None = None, report: Report = _stderr_report) -> Path:
+    """``root`` with its ownership moved into the sandbox's id range (sandbox id N = host id base+N), so
+    that root inside the user namespace owns the image's files and no host account does.
+
+    A root in the cache (built or unpacked) is shifted in place once (``idmap.json`` beside it records the
+    range); a directory of the user's (``rootfs=DIR``) is copied into the cache first and never changed."""
+    cache = cache or cache_root()
+    if root.parent.parent != cache:
+        key = hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:16]
+        final = cache / f"dir-{key}"
+
+        async def copy(folder: Path) -> None:
+            report(f"os: copying {root} once into {final} (its owners are moved into the sandbox's id range)")
+            proc = await asyncio.create_subprocess_exec(
+                "cp", "-a", "--reflink=auto", f"{root}/.", str(folder / "root"),
+                stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
+            )  # fmt: skip
+            _, err = await proc.communicate()
+            if proc.returncode != 0:
+                raise EnvUnavailableError(f"os: cannot copy {root} into the cache ({' '.join(err.decode(errors='replace').split())[-300:]})")
+            (folder / _IDMAP_FILE).write_text(json.dumps({"uid_base": 0, "gid_base": 0, "source": str(root)}) + "\n")
+
+        root = await _cached(cache, final, copy)
+    marker = root.parent / _IDMAP_FILE
+    wanted = {"uid_base": uid_base, "gid_base": gid_base}
+
+    def current() -> dict[str, int]:
+        try:
+            data = json.loads(marker.read_text())
+            return {"uid_base": int(data["uid_base"]), "gid_base": int(data["gid_base"])}
+        except (OSError, ValueError, KeyError, TypeError):
+            return {"uid_base": 0, "gid_base": 0}
+
+    if current() == wanted:
+        return root
+    lock = await _locked(cache)
+    try:
+        have = current()
+        if have != wanted:
+            report(f"os: moving the sandbox root's owners into the id range {uid_base}.. (once)")
+            old = (have["uid_base"], have["gid_base"])
+            await asyncio.to_thread(_shift_tree, root, old, (uid_base, gid_base), _ID_COUNT)
+            marker.write_text(json.dumps(wanted) + "\n")
+    finally:
+        lock.release()
+    return root
 
 
 async def resolve(rootfs: str | None, mirror: str | None = None, *, report: Report = _stderr_report) -> Path:

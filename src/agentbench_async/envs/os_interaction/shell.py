@@ -12,19 +12,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
 import os
 import re
 import secrets
-import signal
-import struct
-import termios
-import time
 from dataclasses import dataclass
 
 from ...errors import EnvError
-from .process import Child, kill_process_group, spawn
-from .sandbox import Sandbox
+from .sandbox import Sandbox, SandboxProcess
 
 _CSI = re.compile(r"\x1b\[[0-9;?]*[a-zA-Z]")
 _OSC = re.compile(r"\x1b\][0-9]*;[^\x07\x1b]*(?:\x07|\x1b\\)")
@@ -39,7 +33,8 @@ class ShellResult:
     output: str
     timed_out: bool = False
     truncated: bool = False
-    restarted: bool = False
+    restarted: bool = False  # the shell ended (``exit``, killed) and a new login shell serves what follows
+    oom_killed: bool = False  # the memory limit killed a process (maybe the shell) during the command
 
 
 class AgentShell:
@@ -49,7 +44,7 @@ class AgentShell:
         self._sandbox = sandbox
         self._max_bytes = max_bytes
         self._master: int = -1
-        self._proc: Child | None = None
+        self._proc: SandboxProcess | None = None
         self._buf = bytearray()
         self._event = asyncio.Event()
         self._eof = False
@@ -57,16 +52,8 @@ class AgentShell:
         self._pid_events = 0
 
     async def start(self) -> None:
-        master, slave = os.openpty()
-        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
-        argv = self._sandbox.command(["/usr/bin/setsid", "-c", "/bin/bash", "--login"], env={"TERM": "xterm"})
-        try:
-            self._proc = await spawn(argv, stdin=slave, stdout=slave, stderr=slave, env=self._sandbox.host_env())
-        except BaseException:
-            os.close(master)
-            raise
-        finally:
-            os.close(slave)
+        # a terminal of the sandbox's own devpts (the warden opens it): no host device reaches the shell
+        self._proc, master = await self._sandbox.spawn(["/bin/bash", "--login"], env={"TERM": "xterm"}, tty=True)
         os.set_blocking(master, False)
         self._master = master
         self._buf.clear()
@@ -93,17 +80,31 @@ class AgentShell:
             self._buf += data
         self._event.set()
 
-    def _write(self, text: str) -> None:
-        data = text.encode()
+    async def _write(self, text: str, deadline: float) -> bool:
+        """Type ``text`` into the terminal without ever blocking the event loop; False if the shell did
+        not take it all by ``deadline`` (its input queue stayed full) or the terminal is gone."""
+        data = memoryview(text.encode())
+        loop = asyncio.get_running_loop()
         while data:
             try:
-                n = os.write(self._master, data)
-            except BlockingIOError:
-                time.sleep(0.001)
+                data = data[os.write(self._master, data) :]
                 continue
+            except BlockingIOError:
+                pass
             except OSError:
-                return
-            data = data[n:]
+                return False
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return False
+            writable: asyncio.Future[None] = loop.create_future()
+            loop.add_writer(self._master, lambda: writable.done() or writable.set_result(None))
+            try:
+                await asyncio.wait_for(writable, timeout=remaining)
+            except asyncio.TimeoutError:
+                return False
+            finally:
+                loop.remove_writer(self._master)
+        return True
 
     async def _wait_marker(self, marker: bytes, deadline: float, collected: bytearray) -> tuple[bool, bool]:
         """Move output into ``collected`` until ``marker`` shows up. Returns (found, overflowed)."""
@@ -146,10 +147,15 @@ class AgentShell:
         marker = f"\x1f{nonce}\x1f".encode()
         sentinel = f"printf '\\037%s\\037' {nonce}; PS1=''; PS2=''\n"
         self._buf.clear()
-        self._write(command + "\n" + sentinel)
         loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        if not await self._write(command + "\n" + sentinel, deadline):
+            # the shell stopped reading (a command at the head of a long block still runs): what was typed
+            # ahead is half a line now, so a fresh shell serves what follows
+            await self.restart()
+            return ShellResult(output="", timed_out=True, restarted=True)
         collected = bytearray()
-        found, overflow = await self._wait_marker(marker, loop.time() + timeout, collected)
+        found, overflow = await self._wait_marker(marker, deadline, collected)
         result = ShellResult(output="")
         if found:
             idx = collected.index(marker)
@@ -169,18 +175,18 @@ class AgentShell:
         marker = f"\x1f{nonce}\x1f".encode()
         sentinel = f"printf '\\037%s\\037' {nonce}; PS1=''; PS2=''\n"
         loop = asyncio.get_running_loop()
-        self._write("\x03")
-        await asyncio.sleep(0.2)
-        self._write(sentinel)  # Ctrl-C flushed the typed-ahead sentinel
-        if await self._drain_until(marker, loop.time() + 3.0):
-            return
+        if await self._write("\x03", loop.time() + 1.0):
+            await asyncio.sleep(0.2)
+            # Ctrl-C flushed the typed-ahead sentinel
+            if await self._write(sentinel, loop.time() + 1.0) and await self._drain_until(marker, loop.time() + 3.0):
+                return
+        pgid = 0
         with contextlib.suppress(OSError):
             pgid = os.tcgetpgrp(self._master)
-            if pgid > 0 and pgid != os.getsid(pgid):
-                os.killpg(pgid, signal.SIGKILL)
-                self._write(sentinel)
-                if await self._drain_until(marker, loop.time() + 3.0):
-                    return
+        if pgid > 0 and pgid != self._shell_pid:
+            await self._sandbox.kill_group(pgid)
+            if await self._write(sentinel, loop.time() + 1.0) and await self._drain_until(marker, loop.time() + 3.0):
+                return
         await self.restart()
 
     async def restart(self) -> None:
@@ -189,6 +195,7 @@ class AgentShell:
 
     async def run(self, command: str, timeout: float) -> ShellResult:
         await self._stop_runaway_forks()
+        ooms = self._sandbox.oom_kills()
         stopped = False
 
         async def watch() -> None:
@@ -206,6 +213,7 @@ class AgentShell:
                 await watcher
         if await self._stop_runaway_forks() or stopped:
             result.output += "\n[the sandbox reached its process limit; its other processes were stopped]"
+        result.oom_killed = self._sandbox.oom_kills() > ooms
         return result
 
     async def _stop_runaway_forks(self) -> bool:
@@ -215,7 +223,7 @@ class AgentShell:
             return False
         await asyncio.sleep(0.05)
         keep = {p for p in (self._proc.pid if self._proc else 0, self._shell_pid) if p > 0}
-        await asyncio.to_thread(self._sandbox.kill_all_but, keep)
+        await self._sandbox.kill_all_but(keep)
         self._pid_events = self._sandbox.pids_limit_hit()
         return True
 
@@ -226,13 +234,13 @@ class AgentShell:
             with contextlib.suppress(OSError):
                 os.close(self._master)
             self._master = -1
-        if self._shell_pid > 0:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self._shell_pid, signal.SIGKILL)  # the shell's session (it is its own group leader)
-            self._shell_pid = 0
         proc, self._proc = self._proc, None
+        for pgid in {self._shell_pid, proc.pid if proc else 0} - {0}:
+            await self._sandbox.kill_group(pgid)  # the shell's session (it is its own group leader)
+        self._shell_pid = 0
         if proc is not None:
-            await kill_process_group(proc, timeout=5)
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(proc.wait(), timeout=5)
         self._eof = False
 
 

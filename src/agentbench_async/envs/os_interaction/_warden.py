@@ -1,0 +1,656 @@
+"""The warden of one episode's sandbox: builds it, then starts every process inside it.
+
+Run by the engine as ``python -I -S _warden.py`` (standard library only; nothing is ever imported or run
+from the sandbox's root by this process) with a SOCK_SEQPACKET unix socket whose fd number is its argument. Messages are JSON
+objects, one per packet; file descriptors travel with them (SCM_RIGHTS).
+
+Lifecycle:
+1. ``config`` from the engine: the lower layer, the state folder, sizes, cgroup files, the seccomp program.
+   As the engine's user (root, or the user running the engine) the warden joins the episode's cgroups,
+   opens the pristine lower layer (``O_PATH``) and then ``unshare``\\s a user and a mount namespace and says
+   ``unshared``. The engine writes the id maps (root: directly; otherwise ``newuidmap``) and says ``mapped``.
+2. Root of the new user namespace (an unprivileged id range on the host), the warden mounts the episode's
+   tmpfs and overlay in its private mount namespace and starts bubblewrap, whose pid 1 (the keeper) runs
+   in new pid/net/ipc/uts/cgroup namespaces with the seccomp filter and a reduced capability set. The warden
+   joins those namespaces (the pid namespace for its children only) and says ``ready``.
+3. ``spawn`` requests start processes inside: the child enters the sandbox's mount namespace, gets the
+   stdio the engine sent (pipes, or a terminal of the sandbox's own devpts), drops to the sandbox's
+   capabilities, sets no_new_privs, loads the seccomp filter and execs. ``check`` children first get a
+   private mount namespace in which the interpreters, libraries and the dynamic loader are the pristine
+   image's (see ``_pristine``), and the pristine root as fd 250. Exits are reported as ``exited``.
+
+The warden stays in the host's pid namespace: nothing inside the sandbox can see, signal or trace it.
+It dies with the engine (PDEATHSIG), and bubblewrap dies with it.
+"""
+
+import ctypes
+import fcntl
+import json
+import os
+import resource
+import select
+import signal
+import socket
+import stat
+import struct
+import sys
+import termios
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.syscall.restype = ctypes.c_long
+_libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
+_libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+for _name in ("unshare", "setns", "capset", "ioctl"):  # resolved now: nothing is looked up once inside
+    getattr(_libc, _name)
+
+CLONE_NEWNS = 0x00020000
+CLONE_NEWCGROUP = 0x02000000
+CLONE_NEWUTS = 0x04000000
+CLONE_NEWIPC = 0x08000000
+CLONE_NEWUSER = 0x10000000
+CLONE_NEWPID = 0x20000000
+CLONE_NEWNET = 0x40000000
+MS_RDONLY = 0x1
+MS_NOSUID = 0x2
+MS_NOEXEC = 0x8
+MS_REMOUNT = 0x20
+MS_BIND = 0x1000
+MS_REC = 0x4000
+MS_PRIVATE = 1 << 18
+SYS_OPEN_TREE = 428  # the same number on every architecture (the unified syscall table)
+SYS_MOVE_MOUNT = 429
+SYS_MOUNT_SETATTR = 442
+MOUNT_ATTR_RDONLY = 0x1
+MOUNT_ATTR_NOSUID = 0x2
+MOUNT_ATTR_NODEV = 0x4
+AT_RECURSIVE = 0x8000
+OPEN_TREE_CLONE = 1
+AT_FDCWD = -100
+AT_EMPTY_PATH = 0x1000
+MOVE_MOUNT_F_EMPTY_PATH = 0x4
+PR_SET_PDEATHSIG = 1
+PR_SET_DUMPABLE = 4
+PR_SET_SECCOMP = 22
+PR_CAPBSET_DROP = 24
+PR_SET_NO_NEW_PRIVS = 38
+PR_CAP_AMBIENT = 47
+PR_CAP_AMBIENT_CLEAR_ALL = 4
+SECCOMP_MODE_FILTER = 2
+TIOCGPTPEER = 0x5441
+TIOCSPTLCK = 0x40045431
+TIOCSCTTY = 0x540E
+PRISTINE_FD = 250
+CAP_NUMBERS = {
+    "CHOWN": 0, "DAC_OVERRIDE": 1, "DAC_READ_SEARCH": 2, "FOWNER": 3, "FSETID": 4, "KILL": 5, "SETGID": 6,
+    "SETUID": 7, "SETPCAP": 8, "NET_BIND_SERVICE": 10, "NET_RAW": 13, "SYS_CHROOT": 18, "MKNOD": 27,
+    "AUDIT_WRITE": 29, "SETFCAP": 31,
+}  # fmt: skip
+# What a check runs comes from the pristine image: these paths are bound from it over the episode's,
+# in the check's own mount namespace. Everything else (the state a check inspects) is the episode's.
+_PRISTINE_DIRS = ("usr/lib", "usr/lib64", "usr/libexec")
+_PRISTINE_FILES = ("etc/ld.so.cache",)
+_INTERPRETERS = ("usr/bin/bash", "usr/bin/sh", "usr/bin/dash", "usr/bin/python3", "usr/bin/env")
+_TOP_LINKS = ("bin", "sbin", "lib", "lib64")
+# what a check may execute or load, watched for changes (see Warden.tampered)
+_PATH_DIRS = ("usr/local/sbin", "usr/local/bin", "usr/sbin", "usr/bin", "sbin", "bin")
+_WATCHED_DIRS = ("usr/lib", "usr/lib32", "usr/lib64", "usr/libexec", "lib", "lib32", "lib64", "etc/ld.so.conf.d")
+_WATCHED_FILES = ("etc/ld.so.preload",)
+_DEV_NODES = ("null", "zero", "full", "random", "urandom", "tty")
+
+
+def _ok(result, what):
+    if result < 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+    return result
+
+
+def _mount(source, target, fstype, flags, data):
+    enc = lambda s: None if s is None else s.encode()  # noqa: E731
+    _ok(_libc.mount(enc(source), enc(target), enc(fstype), flags, enc(data)), f"mount {fstype or source} on {target}")
+
+
+def _unshare(flags):
+    _ok(_libc.unshare(flags), "unshare")
+
+
+def _setns(fd, nstype):
+    _ok(_libc.setns(fd, nstype), "setns")
+
+
+def _prctl(option, arg2=0, arg3=0, arg4=0, arg5=0):
+    return _ok(_libc.prctl(option, arg2, arg3, arg4, arg5), f"prctl {option}")
+
+
+def _open_tree(dirfd, path, flags):
+    return _ok(_libc.syscall(SYS_OPEN_TREE, ctypes.c_int(dirfd), path.encode(), ctypes.c_uint(flags)), f"open_tree {path}")
+
+
+def _move_mount(fd, target):
+    _ok(
+        _libc.syscall(SYS_MOVE_MOUNT, ctypes.c_int(fd), b"", ctypes.c_int(AT_FDCWD), target.encode(), ctypes.c_uint(MOVE_MOUNT_F_EMPTY_PATH)),
+        f"move_mount onto {target}",
+    )
+
+
+class _MountAttr(ctypes.Structure):
+    _fields_ = [("attr_set", ctypes.c_uint64), ("attr_clr", ctypes.c_uint64), ("propagation", ctypes.c_uint64), ("userns_fd", ctypes.c_uint64)]
+
+
+def _read_only(fd):
+    attr = _MountAttr(MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0, 0, 0)
+    _ok(
+        _libc.syscall(SYS_MOUNT_SETATTR, ctypes.c_int(fd), b"", ctypes.c_uint(AT_EMPTY_PATH | AT_RECURSIVE), ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr))),
+        "mount_setattr",
+    )
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
+def _drop_capabilities(keep, last):
+    """Bounding set, ambient set, then effective/permitted/inheritable = ``keep``."""
+    for cap in range(last + 1):
+        if cap not in keep:
+            _prctl(PR_CAPBSET_DROP, cap)
+    _prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL)
+    mask = 0
+    for cap in keep:
+        mask |= 1 << cap
+    header = _CapHeader(0x20080522, 0)
+    data = (_CapData * 2)()
+    for i in range(2):
+        part = (mask >> (32 * i)) & 0xFFFFFFFF
+        data[i].effective = data[i].permitted = data[i].inheritable = part
+    _ok(_libc.capset(ctypes.byref(header), data), "capset")
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+def _load_seccomp(program):
+    buf = ctypes.create_string_buffer(program, len(program))
+    prog = _SockFprog(len(program) // 8, ctypes.cast(buf, ctypes.c_void_p))
+    _prctl(PR_SET_NO_NEW_PRIVS, 1)
+    _ok(_libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(prog), 0, 0), "seccomp")
+
+
+def _send(sock, message, fds=()):
+    data = json.dumps(message).encode()
+    if fds:
+        socket.send_fds(sock, [data], list(fds))
+    else:
+        sock.send(data)
+
+
+def _recv(sock, maxfds=8):
+    data, fds, _flags, _addr = socket.recv_fds(sock, 1 << 22, maxfds)
+    if not data:
+        raise EOFError
+    return json.loads(data), fds
+
+
+class Warden:
+    def __init__(self, sock, config):
+        self.sock = sock
+        self.cfg = config
+        self.program = bytes.fromhex(config["seccomp"])
+        self.keep_caps = {CAP_NUMBERS[c] for c in config["caps"]}
+        with open("/proc/sys/kernel/cap_last_cap") as f:
+            self.last_cap = int(f.read())
+        self.children = {}  # pid -> request id
+        self.keeper = 0
+        self.bwrap_pid = 0
+        self.ns = {}
+
+    # -- 1-2: the sandbox ------------------------------------------------------------------------------
+    def build(self):
+        cfg = self.cfg
+        _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != cfg["engine_pid"]:
+            os._exit(1)
+        for path in cfg["cgroup_procs"]:
+            with open(path, "w") as f:
+                f.write(str(os.getpid()))
+        try:
+            with open("/proc/self/oom_score_adj", "w") as f:
+                f.write("-1000")  # an out-of-memory kill in the episode's cgroup takes the agent's process
+        except OSError:
+            pass
+        _unshare(CLONE_NEWUSER | CLONE_NEWNS)
+        # still the engine's user on the host: its own permissions reach the cached image
+        lower = os.open(cfg["lower"], os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+        _send(self.sock, {"unshared": os.getpid()})
+        msg, _ = _recv(self.sock)
+        if not msg.get("mapped"):
+            raise RuntimeError("the engine did not map the user namespace")
+        os.setresgid(0, 0, 0)
+        if cfg["setgroups"]:
+            os.setgroups([])
+        os.setresuid(0, 0, 0)
+        _prctl(PR_SET_DUMPABLE, 0)
+        _mount(None, "/", None, MS_REC | MS_PRIVATE, None)
+        state = cfg["state_dir"]
+        _mount("agentbench-os", state, "tmpfs", 0, f"size={cfg['disk_mb']}m,mode=0755")
+        for sub in ("u", "w", "root", "pristine"):
+            os.mkdir(os.path.join(state, sub))
+        # the image, read-only, beside (not inside) the episode's root: the overlay's lower layer and
+        # where checks take their interpreters from; nothing can write it through this mount
+        tree = _open_tree(lower, "", OPEN_TREE_CLONE | AT_EMPTY_PATH)
+        _read_only(tree)
+        _move_mount(tree, f"{state}/pristine")
+        os.close(tree)
+        os.close(lower)
+        self.pristine = f"{state}/pristine"
+        self.lower = os.open(self.pristine, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+        options = f"lowerdir={self.pristine},upperdir={state}/u,workdir={state}/w"
+        try:
+            _mount("overlay", f"{state}/root", "overlay", 0, options)
+        except OSError:
+            _mount("overlay", f"{state}/root", "overlay", 0, options + ",userxattr")
+        self._start_bwrap()
+
+    def _start_bwrap(self):
+        cfg = self.cfg
+        state = cfg["state_dir"]
+        info_r, info_w = os.pipe()
+        ready_r, ready_w = os.pipe()
+        seccomp_r, seccomp_w = os.pipe()
+        err_r, err_w = os.pipe()
+        os.write(seccomp_w, self.program)
+        os.close(seccomp_w)
+        argv = [
+            cfg["bwrap"], "--bind", f"{state}/root", "/", "--proc", "/proc", "--dev", "/dev",
+            "--ro-bind-try", "/proc/sys", "/proc/sys", "--ro-bind-try", "/proc/sysrq-trigger", "/proc/sysrq-trigger",
+            # the host's /proc/tty/driver is root's alone: an empty folder, so `find /` reads as under Docker
+            "--tmpfs", "/proc/tty/driver",
+            "--perms", "1777", "--size", str(cfg["shm_mb"] << 20), "--tmpfs", "/dev/shm",
+        ]  # fmt: skip
+        argv += [
+            "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+            "--hostname", cfg["hostname"], "--die-with-parent", "--clearenv", "--setenv", "HOME", "/root",
+            "--setenv", "PATH", cfg["path"], "--chdir", "/", "--cap-drop", "ALL",
+        ]  # fmt: skip
+        for cap in cfg["caps"]:
+            argv += ["--cap-add", "CAP_" + cap]
+        argv += [
+            "--seccomp", str(seccomp_r), "--info-fd", str(info_w), "--as-pid-1", "--",
+            "/bin/bash", "-c",
+            'printf R >&"$1"; eval "exec $1>&-"; trap "" HUP INT TERM QUIT USR1 USR2; while :; do sleep 3600 & wait; done',
+            "keeper", str(ready_w),
+        ]  # fmt: skip
+        pid = os.fork()
+        if pid == 0:
+            try:
+                null_r, null_w = os.pipe()
+                os.close(null_w)
+                os.dup2(null_r, 0)
+                os.dup2(err_w, 1)
+                os.dup2(err_w, 2)
+                for fd in (info_w, ready_w, seccomp_r):
+                    os.set_inheritable(fd, True)
+                os.execve(argv[0], argv, {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"})
+            finally:
+                os._exit(127)
+        self.bwrap_pid = pid
+        for fd in (info_w, ready_w, seccomp_r, err_w):
+            os.close(fd)
+        info = _read_until(info_r, lambda d: _json_complete(d), 30)
+        ready = _read_until(ready_r, lambda d: b"R" in d, 30)
+        os.close(info_r)
+        os.close(ready_r)
+        if b"R" not in ready or not _json_complete(info):
+            os.set_blocking(err_r, False)
+            try:
+                err = os.read(err_r, 4000).decode(errors="replace")
+            except OSError:
+                err = ""
+            raise RuntimeError("bubblewrap did not start: " + (" ".join(err.split()) or "no keeper"))
+        self.err_r = err_r
+        self.keeper = int(json.loads(info)["child-pid"])
+        for name, flag in (("net", CLONE_NEWNET), ("ipc", CLONE_NEWIPC), ("uts", CLONE_NEWUTS), ("cgroup", CLONE_NEWCGROUP)):
+            fd = os.open(f"/proc/{self.keeper}/ns/{name}", os.O_RDONLY | os.O_CLOEXEC)
+            _setns(fd, flag)
+            os.close(fd)
+        self.mnt_fd = os.open(f"/proc/{self.keeper}/ns/mnt", os.O_RDONLY | os.O_CLOEXEC)
+        self._harden_dev()
+        pid_fd = os.open(f"/proc/{self.keeper}/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
+        _setns(pid_fd, CLONE_NEWPID)  # our children are born inside
+        os.close(pid_fd)
+        _send(self.sock, {"ready": True, "keeper": self.keeper, "bwrap": self.bwrap_pid})
+
+    def _harden_dev(self):
+        """The host device nodes bubblewrap bound into /dev become read-only mounts (still usable devices,
+        as bubblewrap's own --remount-ro would make them unusable with nodev): their modes and times on
+        the host cannot change from inside."""
+        pid = os.fork()
+        if pid == 0:
+            code = 0
+            try:
+                _setns(self.mnt_fd, CLONE_NEWNS)
+                for node in _DEV_NODES:
+                    _mount(None, f"/dev/{node}", None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NOEXEC, None)
+            except BaseException as exc:  # noqa: BLE001
+                os.write(2, f"cannot make /dev read-only: {exc}\n".encode())
+                code = 1
+            os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        if os.waitstatus_to_exitcode(status) != 0:
+            raise RuntimeError("could not make the sandbox's device nodes read-only")
+
+    # -- 3: processes inside ---------------------------------------------------------------------------
+    def spawn(self, req, fds):
+        master = -1
+        if req.get("tty"):
+            master = os.open(f"/proc/{self.keeper}/root/dev/ptmx", os.O_RDWR | os.O_NOCTTY | os.O_CLOEXEC)
+            fcntl.ioctl(master, TIOCSPTLCK, struct.pack("i", 0))
+            fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
+        err_r, err_w = os.pipe()  # the child's last words if it cannot exec
+        pid = os.fork()
+        if pid == 0:
+            os.close(err_r)
+            try:
+                self._child(req, fds, master)
+            except BaseException as exc:  # noqa: BLE001 - reported to the engine, never raised here
+                try:
+                    os.write(err_w, f"{type(exc).__name__}: {exc}".encode()[:2000])
+                except OSError:
+                    pass
+            os._exit(127)
+        os.close(err_w)
+        for fd in fds:
+            os.close(fd)
+        os.set_blocking(err_r, True)
+        why = b""
+        while True:
+            chunk = os.read(err_r, 4096)  # closed by a successful exec (CLOEXEC)
+            if not chunk:
+                break
+            why += chunk
+        os.close(err_r)
+        self.children[pid] = req["id"]
+        reply = {"spawned": req["id"], "pid": pid}
+        if why:
+            reply["error"] = why.decode(errors="replace")
+        if master >= 0:
+            _send(self.sock, reply, [master])
+            os.close(master)
+        else:
+            _send(self.sock, reply)
+
+    def _child(self, req, fds, master):
+        os.setsid()
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        signal.set_wakeup_fd(-1)
+        if master >= 0:
+            slave = _ok(_libc.ioctl(master, TIOCGPTPEER, os.O_RDWR | os.O_NOCTTY), "TIOCGPTPEER")
+            _ok(_libc.ioctl(slave, TIOCSCTTY, 0), "TIOCSCTTY")
+            stdio = [slave, slave, slave]
+            extra = []
+        else:
+            stdio, extra = list(fds[:3]), list(fds[3:])
+        check = req.get("mode") == "check"  # a check of an episode that replaced what checks run
+        trees = self._pristine_trees() if check else []
+        _setns(self.mnt_fd, CLONE_NEWNS)  # root and cwd: the sandbox's
+        if check:
+            _unshare(CLONE_NEWNS)
+            _mount(None, "/", None, MS_REC | MS_PRIVATE, None)
+            for fd, target in trees:
+                if os.path.exists(target):
+                    _move_mount(fd, target)
+            if os.path.lexists("/etc/ld.so.preload") and os.path.exists("/etc/ld.so.preload"):
+                _move_mount(_open_tree(AT_FDCWD, "/dev/null", OPEN_TREE_CLONE), "/etc/ld.so.preload")
+            os.dup2(self.lower, PRISTINE_FD)  # inheritable: the check's PATH starts in the pristine image
+        os.chdir(req.get("cwd") or "/")
+        for i, fd in enumerate(stdio):
+            os.dup2(fd, i)
+        for i, fd in enumerate(extra):
+            os.dup2(fd, 3 + i)
+        keep = set(range(3 + len(extra)))
+        if check:
+            keep.add(PRISTINE_FD)
+        for fd in _open_fds():
+            if fd not in keep:
+                try:
+                    os.set_inheritable(fd, False)
+                except OSError:
+                    pass
+        for name, value in req.get("rlimits", {}).items():
+            limit = getattr(resource, name)
+            hard = resource.getrlimit(limit)[1]
+            value = value if hard == resource.RLIM_INFINITY else min(value, hard)
+            try:
+                resource.setrlimit(limit, (value, value))
+            except (OSError, ValueError):
+                resource.setrlimit(limit, (hard, hard))
+        _drop_capabilities(self.keep_caps, self.last_cap)
+        _load_seccomp(self.program)
+        argv = req["argv"]
+        os.execve(argv[0], argv, req["env"])
+
+    def _pristine_trees(self):
+        """(detached mount, target) pairs of the pristine image, cloned here, attached in the check's namespace."""
+        lower = self.pristine
+        out = []
+        for rel in _PRISTINE_DIRS + _PRISTINE_FILES + _INTERPRETERS:
+            if os.path.exists(os.path.join(lower, rel)):
+                real = os.path.relpath(os.path.realpath(os.path.join(lower, rel)), lower)
+                out.append((_open_tree(self.lower, real, OPEN_TREE_CLONE | os.O_CLOEXEC), "/" + rel))
+        episode_root = f"/proc/{self.keeper}/root"
+        for rel in _TOP_LINKS:
+            pristine = os.path.join(lower, rel)
+            if not os.path.islink(pristine):
+                continue
+            try:
+                same = os.readlink(os.path.join(episode_root, rel)) == os.readlink(pristine)
+            except OSError:
+                same = False
+            if not same:  # the agent replaced /bin, /lib, ...: whatever it points to shows the pristine tree
+                real = os.path.relpath(os.path.realpath(pristine), lower)
+                out.append((_open_tree(self.lower, real, OPEN_TREE_CLONE | os.O_CLOEXEC), "/" + rel))
+        return out
+
+    def tampered(self):
+        """What the episode changed among the programs a check may run: content of executables, libraries
+        and the dynamic loader's files, and new commands that shadow a pristine one later on PATH. Read from
+        the overlay's upper layer (only what the episode wrote), compared with the pristine image."""
+        upper = os.path.join(self.cfg["state_dir"], "u")
+        lower = self.pristine
+        found = []
+        for rel in _WATCHED_FILES:
+            if os.path.lexists(os.path.join(upper, rel)):
+                found.append("/" + rel)
+        path_dirs = list(_PATH_DIRS)
+        for rel in _WATCHED_DIRS + _PATH_DIRS:
+            top = os.path.join(upper, rel)
+            if os.path.islink(os.path.join(lower, rel)):
+                if os.path.lexists(top):  # e.g. /bin -> usr/bin replaced
+                    found.append("/" + rel)
+                continue
+            if not os.path.isdir(top) or os.path.islink(top):
+                if os.path.lexists(top):
+                    found.append("/" + rel)
+                continue
+            if _opaque(top):
+                found.append("/" + rel)
+                continue
+            for dirpath, dirnames, filenames in os.walk(top):
+                if any(_opaque(os.path.join(dirpath, d)) for d in dirnames):
+                    found.append("/" + os.path.relpath(dirpath, upper) + "/ (replaced)")
+                for name in filenames:
+                    u = os.path.join(dirpath, name)
+                    r = os.path.relpath(u, upper)
+                    low = os.path.join(lower, r)
+                    if os.path.lexists(low):
+                        if not _same_content(u, low):
+                            found.append("/" + r)
+                    elif rel in _PATH_DIRS and os.path.dirname(r) == rel:
+                        later = path_dirs[path_dirs.index(rel) + 1 :]
+                        if any(os.path.lexists(os.path.join(lower, d, name)) for d in later):
+                            found.append("/" + r)
+                if len(found) > 50:
+                    return found
+        return found
+
+    def kill(self, pids, sig):
+        for pid in pids:
+            try:
+                os.kill(pid, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+    def kill_group(self, pgid, sig):
+        try:
+            os.killpg(pgid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def sandbox_pids(self):
+        """Host pids of the sandbox's processes (its pid namespace), for the engine's clean-up after a fork bomb."""
+        try:
+            ns = os.readlink(f"/proc/{self.keeper}/ns/pid")
+        except OSError:
+            return []
+        found = []
+        for entry in os.scandir("/proc"):
+            if entry.name.isdigit():
+                try:
+                    if os.readlink(f"/proc/{entry.name}/ns/pid") == ns:
+                        found.append(int(entry.name))
+                except OSError:
+                    pass
+        return found
+
+    def reap(self):
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            if pid == self.bwrap_pid:
+                _send(self.sock, {"sandbox_exited": os.waitstatus_to_exitcode(status)})
+                os._exit(0)
+            rid = self.children.pop(pid, None)
+            if rid is not None:
+                _send(self.sock, {"exited": rid, "pid": pid, "status": os.waitstatus_to_exitcode(status)})
+
+    def serve(self):
+        wake_r, wake_w = os.pipe()
+        os.set_blocking(wake_w, False)
+        signal.set_wakeup_fd(wake_w)
+        signal.signal(signal.SIGCHLD, lambda *_: None)
+        self.reap()
+        while True:
+            ready, _, _ = select.select([self.sock, wake_r], [], [])
+            if wake_r in ready:
+                try:
+                    os.read(wake_r, 4096)
+                except BlockingIOError:
+                    pass
+                self.reap()
+            if self.sock in ready:
+                try:
+                    msg, fds = _recv(self.sock)
+                except (EOFError, ConnectionError):
+                    return
+                op = msg.get("op")
+                if op == "spawn":
+                    self.spawn(msg, fds)
+                elif op == "kill":
+                    self.kill(msg["pids"], msg.get("signal", signal.SIGKILL))
+                elif op == "killpg":
+                    self.kill_group(msg["pgid"], msg.get("signal", signal.SIGKILL))
+                elif op == "kill_all_but":
+                    keep = set(msg["keep"]) | {self.keeper}
+                    victims = [p for p in self.sandbox_pids() if p not in keep]
+                    self.kill(victims, signal.SIGKILL)
+                    _send(self.sock, {"killed": len(victims), "id": msg.get("id")})
+                elif op == "tampered":
+                    _send(self.sock, {"tampered": self.tampered(), "id": msg.get("id")})
+                elif op == "exit":
+                    return
+
+
+def _opaque(path):
+    for name in ("trusted.overlay.opaque", "user.overlay.opaque"):
+        try:
+            if os.getxattr(path, name, follow_symlinks=False) == b"y":
+                return True
+        except OSError:
+            pass
+    return False
+
+
+def _same_content(a, b):
+    """Same type and bytes (links: same target; whiteouts and devices never the same)."""
+    try:
+        sa, sb = os.lstat(a), os.lstat(b)
+    except OSError:
+        return False
+    if stat.S_IFMT(sa.st_mode) != stat.S_IFMT(sb.st_mode):
+        return False
+    if stat.S_ISLNK(sa.st_mode):
+        return os.readlink(a) == os.readlink(b)
+    if not stat.S_ISREG(sa.st_mode) or sa.st_size != sb.st_size:
+        return False
+    with open(a, "rb") as fa, open(b, "rb") as fb:
+        while True:
+            ca, cb = fa.read(1 << 20), fb.read(1 << 20)
+            if ca != cb:
+                return False
+            if not ca:
+                return True
+
+
+def _open_fds():
+    return [int(name) for name in os.listdir("/proc/self/fd") if name.isdigit()]
+
+
+def _json_complete(data):
+    try:
+        json.loads(data)
+        return True
+    except ValueError:
+        return False
+
+
+def _read_until(fd, done, timeout):
+    data = b""
+    while not done(data):
+        ready, _, _ = select.select([fd], [], [], timeout)
+        if not ready:
+            break
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+def main():
+    sock = socket.socket(fileno=int(sys.argv[1]))
+    os.set_inheritable(sock.fileno(), False)  # never into bubblewrap or the sandbox
+    try:
+        config, _ = _recv(sock)
+        warden = Warden(sock, config)
+        warden.build()
+    except BaseException as exc:  # noqa: BLE001 - the engine turns this into its own error
+        try:
+            _send(sock, {"error": f"{exc}"})
+        except OSError:
+            pass
+        return 1
+    warden.serve()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
