@@ -116,16 +116,20 @@ def test_compare_refuses_runs_with_different_settings_unless_asked(write_run: Wr
 def test_built_in_suites_are_flagged_only_for_environments_whose_suites_are_not_agentbench_own(tmp_path: Path) -> None:
     # card_game's built-in samples are upstream's own generation: not "not the paper's tasks"
     only_dcg = _config(tmp_path, envs=["card_game"])
-    assert [d["setting"] for d in only_dcg["agentbench_deviations"]] == []
+    assert "data" not in [d["setting"] for d in only_dcg["agentbench_deviations"]]
     mixed = _config(tmp_path, envs=["card_game", "os"])
-    data = {d["setting"]: d["value"] for d in mixed["agentbench_deviations"]}
-    assert data == {"data": "built-in task suites (os)"}
+    data = {d["setting"]: d for d in mixed["agentbench_deviations"]}
+    assert data["data"]["value"] == "built-in task suites (os)" and list(data["data"]["envs"]) == ["os"]
 
 
 def test_official_tasks_from_an_environment_s_own_download_are_not_flagged(tmp_path: Path) -> None:
     # mind2web's official steps come from --mind2web-data; --data-dir alone gives only its prompt file
     (tmp_path / "m2w").mkdir()
-    own = _config(tmp_path, envs=["mind2web"], env_options={"mind2web": {"mind2web_data": str(tmp_path / "m2w")}})
-    assert [d["setting"] for d in own["agentbench_deviations"]] == []
+    official = {"mind2web": {"mind2web_data": str(tmp_path / "m2w")}}
+    paper = _config(tmp_path, envs=["mind2web"], env_options=official, data_dir=str(tmp_path))
+    assert paper["agentbench_deviations"] == []
     prompt_only = _config(tmp_path, envs=["mind2web", "db"], data_dir=str(tmp_path))
     assert {d["setting"]: d["value"] for d in prompt_only["agentbench_deviations"]} == {"data": "built-in task suites (mind2web)"}
+    # --mind2web-data without --data-dir runs the official steps with our few-shot examples: named, not silent
+    own_examples = _config(tmp_path, envs=["mind2web"], env_options=official)
+    assert [(d["setting"], d["note"]) for d in own_examples["agentbench_deviations"]] == [("mind2web.prompts", "prompt wording differs")]

@@ -94,12 +94,22 @@ def test_action_f1_is_over_token_sets_and_case_sensitive() -> None:
     assert action_f1("TYPE shoes red red", "TYPE red shoes") == 1.0
     assert action_f1("TYPE Red shoes", "TYPE red shoes") == pytest.approx(2 / 3)
     assert action_f1(" ", " ") == 1.0 and action_f1("", "CLICK ") == 0.0 and action_f1("TYPE x", "CLICK ") == 0.0
-    assert gold_action("CLICK", "") == "CLICK " and gold_action("SELECT", " Pickup ") == "SELECT Pickup"
-    assert gold_action("TYPE", "line one\nline two") == "TYPE line one"
     target = {"element": ["7", "8"], "action": "CLICK "}
     assert step_metrics(("8", "CLICK "), target) == {"element_correct": True, "action_f1": 1.0, "step_success": True}
     assert step_metrics(("8", "CLICK None"), target)["step_success"] is False
     assert step_metrics(("", ""), None) == {"element_correct": False, "action_f1": 0.0, "step_success": False}
+
+
+def test_the_gold_action_is_rendered_and_read_back_as_upstream() -> None:
+    # upstream: format_input_multichoice(sample, [first positive], first positive)'s target, then postprocess_action
+    assert gold_action(SHOP, "7", "CLICK", "") == "CLICK "
+    assert gold_action(SHOP, "13", "SELECT", " Pickup ") == "SELECT Pickup"
+    assert gold_action(SHOP, "6", "TYPE", "line one\nline two") == "TYPE line one"  # Value: (.*)$ takes one line
+    assert gold_action(SHOP, "6", "TYPE", "") == "TYPE "  # 'Value: ' stripped to 'Value:' no longer matches
+    assert gold_action(SHOP, "6", "TYPE", "Action: CLICK") == "TYPE Action: CLICK"  # the first Action: line wins
+    for bad in ("5", "99"):  # a <text> node or an id not on the page: upstream's loader crashed
+        with pytest.raises(PageError):
+            gold_action(SHOP, bad, "CLICK", "")
 
 
 def test_the_pool_is_the_top_10_shuffled_per_sample() -> None:

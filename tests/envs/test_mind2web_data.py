@@ -3,8 +3,10 @@ written here, numpy-scalar pickles, hostile pickles) and AgentBench's official p
 
 from __future__ import annotations
 
+import ast
 import json
 import pickle
+import re
 import struct
 from pathlib import Path
 from typing import Any
@@ -78,8 +80,7 @@ def test_official_format_flattens_into_one_sample_per_step(tmp_path: Path) -> No
     first, second, third = (t.data for t in dev)
     assert [first["index"], second["index"], third["index"]] == [0, 1, 2]
     assert first["previous_actions"] == [] and second["previous_actions"] == ["[button]  Step a1 -> TYPE"]
-    assert first["target"] == {"element": ["4"], "action": "TYPE red running shoes"}
-    assert second["target"] == {"element": ["5"], "action": "CLICK "}
+    assert first["target"] == {"element": ["4"]} and second["target"] == {"element": ["5"]}  # actions: rendered per episode
     assert third["target"] is None  # no positive in the ranker's top 10
     assert "raw_html" not in first
     assert env.count("test") == 1
@@ -254,3 +255,50 @@ async def test_official_format_steps_play_with_upstreams_statuses(tmp_path: Path
     dev = [records[k].score for k in ("t1_a1", "t1_a2", "t2_a1")]
     assert sum(dev) / len(dev) == pytest.approx(2 / 3)
     assert records["t1_a1"].details["action_f1"] == 1.0 and records["t1_a1"].details["prediction"] == ["4", "TYPE red running shoes"]
+    assert records["t1_a1"].details["target"] == {"element": ["4"], "action": "TYPE red running shoes"}
+    assert records["t1_a2"].details["target"] == {"element": ["5"], "action": "CLICK "}
+
+
+async def test_a_step_whose_gold_element_cannot_be_rendered_is_an_env_error(tmp_path: Path) -> None:
+    from agentbench_async import statuses as st
+    from agentbench_async.testing import play
+
+    # the gold is a <text> node: upstream's loader crashed rendering it (siblings.index); here only this step fails
+    ranking = _ranking({"t1_a1": {"6": 0, "5": 1, "7": 2, "9": 3}, "t1_a2": {"5": 0, "4": 1, "7": 2, "9": 3},
+                        "t2_a1": {"7": 0, "9": 1, "5": 2}, "t3_a1": {"9": 0, "7": 1}})  # fmt: skip
+    folder = write_folder(tmp_path, ranking)
+    data = json.loads((folder / "data_dev" / "part_0.json").read_text())
+    data[0]["actions"][0]["pos_candidates"] = [_cand("6", True)]
+    data[0]["actions"][0]["neg_candidates"] = [_cand(i) for i in ("5", "7", "9")]
+    (folder / "data_dev" / "part_0.json").write_text(json.dumps(data))
+    env = Mind2WebEnvironment(options={"mind2web_data": str(folder)})
+    record = await play(env, env.get_task("dev", "t1_a1"), "oracle")
+    assert record.status == st.ENV_ERROR and "t1_a1" in (record.error or "") and "gold element cannot be rendered" in (record.error or "")
+
+
+async def test_with_data_dir_the_first_prompt_is_upstreams_character_for_character(official_data_dir: Path) -> None:
+    """v0.2's start_sample: the 7 messages of llm_prompt_cot.json with the last one's content set by task.py's
+    f-string (regex-extracted here) to the page and the question, asked in the words of the file's first example
+    (what the dataloader writes: checked against upstream's own format_input_multichoice, see the README)."""
+    from agentbench_async.envs.base import EpisodeContext
+    from agentbench_async.envs.mind2web.dom import render_round
+    from agentbench_async.envs.mind2web.protocol import initial_pool
+
+    source = (official_data_dir / "upstream-prompts/v0.2/src/server/tasks/mind2web/task.py").read_text()
+    fill = ast.literal_eval(re.search(r'self\.prompt_template\[-1\]\["content"\] = f(".*")\n', source).group(1))  # type: ignore[union-attr]
+    template = json.loads((official_data_dir / "mind2web/prompt/llm_prompt_cot.json").read_text())
+    lines = template[0]["content"].rpartition("\'\'\'")[2].lstrip("\n").split("\n")
+    blank = lines.index("", 3)
+    env = Mind2WebEnvironment(data_dir=official_data_dir)
+    sample = list(env.tasks("test"))[::40]  # a sample of steps, with and without previous actions
+    assert {bool(t.data["previous_actions"]) for t in sample} == {True, False}
+    for task in sample:
+        data = task.data
+        messages = await (await env.open_session(task, EpisodeContext(episode_id="u"))).begin()
+        rnd = render_round(data["cleaned_html"], initial_pool(data)[:5])
+        previous = "".join(f"{a}\n" for a in data["previous_actions"][-5:]) or f"{lines[3]}\n"
+        question = (f"{lines[0]}\n{lines[1].split(' ')[0]} {data['confirmed_task']}\n{lines[2]}\n{previous}{lines[blank - 1]}\n\n"
+                    f"{lines[blank + 1]}\n" + "".join(f"{chr(66 + i)}. {text}\n" for i, (_, text) in enumerate(rnd.choices)))  # fmt: skip
+        expected = [{"role": "assistant" if m["role"] == "agent" else "user", "content": m["content"]} for m in template]
+        expected[-1]["content"] = fill.format(seq_context=rnd.page, seq_in=question)
+        assert messages == expected

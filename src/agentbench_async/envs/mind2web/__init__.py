@@ -9,7 +9,8 @@ AgentBench's ``step_sr`` (a micro-average over steps). Element accuracy and acti
 Tasks: the built-in suite (``environments/mind2web/``: authored pages in Mind2Web's format) or, with
 ``--mind2web-data DIR``, the Mind2Web download (``data_dev/*.json``, ``data_std/*.json``,
 ``scores_all_data.pkl``). Few-shot prompt: AgentBench's file from ``--data-dir`` when given
-(``mind2web/prompt/llm_prompt_cot.json``), else the project's own examples.
+(``mind2web/prompt/llm_prompt_cot.json``), else the project's own examples — also with ``--mind2web-data``,
+which then runs with the named deviation ``mind2web.prompts``.
 
 Options (``--env-option mind2web.KEY=VALUE``):
     ``mind2web_data``  the Mind2Web data folder (``--mind2web-data DIR``)
@@ -27,6 +28,7 @@ from typing import Any, ClassVar
 
 from ...errors import ConfigError
 from ...resources import environments_dir
+from ...settings import Deviation
 from ..base import Environment, EpisodeContext, Session, Task
 from ..options import int_option
 from .data import load_samples, load_scores, score_file, split_files
@@ -89,6 +91,14 @@ class Mind2WebEnvironment(Environment):
     @classmethod
     def plays_official_tasks(cls, data_dir: object, options: dict[str, Any]) -> bool:
         return bool(options.get("mind2web_data"))  # --data-dir gives only the prompt file
+
+    @classmethod
+    def deviations(cls, data_dir: object, options: dict[str, Any], action_mode: str) -> list[Deviation]:
+        # --mind2web-data without --data-dir runs (the steps are the official ones) with this named difference
+        if data_dir:
+            return []
+        return [Deviation("mind2web.prompts", "the project's own three worked examples", "llm_prompt_cot.json's, read "
+                          "from --data-dir", "prompt wording differs", envs=("mind2web",))]  # fmt: skip
 
     def tasks(self, split: str) -> Iterator[Task]:
         low, high = self._range

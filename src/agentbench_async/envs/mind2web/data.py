@@ -24,7 +24,7 @@ from typing import Any
 
 from ...errors import TaskFileError
 from ..taskfiles import read_json
-from .protocol import TOP_K, gold_action, shown_ids
+from .protocol import TOP_K, shown_ids
 
 SPLIT_DIRS = {"dev": "data_dev", "test": "data_std"}
 SCORE_FILES = ("scores_all_data.pkl", "scores_all_data.json")
@@ -148,7 +148,7 @@ def _samples_of_task(task: Any, where: str, ranking: dict[str, Any]) -> list[dic
         pos = _candidates(step.get("pos_candidates"), at, "pos_candidates", ranks, scores, sid)
         neg = _candidates(step.get("neg_candidates"), at, "neg_candidates", ranks, scores, sid)
         pos_ids = shown_ids(pos)
-        target = {"element": pos_ids, "action": gold_action(operation["op"], value)} if pos_ids else None
+        target = {"element": pos_ids} if pos_ids else None  # the action is rendered per episode (protocol.gold_action)
         samples.append({
             "sid": sid,
             "annotation_id": task["annotation_id"],

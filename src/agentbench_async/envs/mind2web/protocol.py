@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from .dom import render_round
+
 TOP_K = 10  # candidates ranked below this are never shown
 ROUND_SIZE = 5  # candidates per round (choices B..F)
 PREVIOUS_K = 5  # previous actions shown
@@ -47,10 +49,16 @@ def parse_reply(text: str) -> Reply:
     return Reply(letter=answer.group(1) if answer else "A", action=_action_string(text), readable=answer is not None)
 
 
-def gold_action(op: str, value: str) -> str:
-    """The gold action string, derived as upstream: the one-choice target text re-parsed."""
-    target = f"B.\nAction: {op}\n" + (f"Value: {value}" if op != "CLICK" else "")
-    return _action_string(target.strip())
+def gold_action(html: str, gold_id: str, op: str, value: str) -> str:
+    """The gold action string as upstream derives it (``Mind2Web.get_data``): the page rendered with the step's first
+    positive as the only candidate, the one-choice answer written for it (``<letter>.\\nAction: <op>\\n`` plus
+    ``Value: <value>`` unless CLICK; just ``A.`` if the render shows no id for it) and read back with
+    ``postprocess_action``'s patterns, so ``"CLICK "``, ``"TYPE <first line of value, stripped>"``. Raises
+    ``PageError`` where upstream's loader crashed (the positive missing from the page, or a ``<text>`` node)."""
+    choices = render_round(html, [gold_id]).choices
+    index = next((i for i, (node_id, _) in enumerate(choices) if node_id == gold_id), None)
+    answer = "A." if index is None else f"{LETTERS[index + 1]}.\nAction: {op}\n" + (f"Value: {value}" if op != "CLICK" else "")
+    return _action_string(answer.strip())
 
 
 def action_f1(pred: str, gold: str) -> float:

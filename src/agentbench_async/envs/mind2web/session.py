@@ -20,7 +20,7 @@ from ...types import Message, ModelReply
 from ..base import Outcome, Session, Step, Task
 from .dom import PageError, Round, render_round
 from .prompts import FewShot, question, round_messages
-from .protocol import ROUND_SIZE, initial_pool, parse_reply, step_metrics
+from .protocol import ROUND_SIZE, gold_action, initial_pool, parse_reply, step_metrics
 
 _CONTEXT, _TURN_CAP = "context limit", "turn cap"
 
@@ -36,6 +36,7 @@ class Mind2WebSession(Session):
         self._rounds: list[dict[str, Any]] = []
         self._unreadable = 0
         self._settled: Outcome | None = None
+        self._target: dict[str, Any] | None = None  # the gold elements and the gold action (rendered in begin)
 
     # -- rounds -------------------------------------------------------------------------------------
 
@@ -44,6 +45,13 @@ class Mind2WebSession(Session):
             reason = "no positive candidate among the ranker's top 10: nothing to ask (upstream: UNKNOWN, scored 0)"
             self._settled = self._outcome(st.COMPLETED, st.PAPER_UNKNOWN, reason)
             return []
+        data = self._data
+        try:
+            action = await asyncio.to_thread(gold_action, data["cleaned_html"], data["target"]["element"][0],
+                                             data["operation"]["op"], data["operation"]["value"])  # fmt: skip
+        except PageError as exc:  # upstream's loader crashed on such a step
+            raise EnvError(f"mind2web: step {data['sid']} (sample {data['index']}): the gold element cannot be rendered: {exc}") from None
+        self._target = {**data["target"], "action": action}
         self._pool = initial_pool(self._data)
         if len(self._pool) <= 1:
             reason = "only one candidate in the ranker's top 10: upstream asks nothing and records an invalid action"
@@ -128,7 +136,7 @@ class Mind2WebSession(Session):
 
     def _outcome(self, status: str, paper_status: str, error: str | None) -> Outcome:
         prediction = self._prediction or ("", "")
-        target = self._data["target"]
+        target = self._target
         metrics = step_metrics(prediction, target)
         details: dict[str, Any] = {
             **metrics,
