@@ -9,6 +9,7 @@ and grading in the same machine (:mod:`.grading`).
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -95,6 +96,19 @@ class OSEnvironment(Environment):
         return OSSession(self, task, ctx)
 
 
+_MULTI_USER = re.compile(r"\b(useradd|adduser|userdel|usermod|groupadd|addgroup|gpasswd|chown|chgrp|runuser|su|sudo|newgrp)\b")
+
+
+def _needs_several_users(data: dict[str, Any]) -> bool:
+    """Whether a task's scripts or description manage users (a single-id sandbox has only root)."""
+    texts = [data.get("description") or "", data.get("start") or ""]
+    for key in ("init", "check"):
+        texts += [s["code"] for s in data.get(key) or [] if isinstance(s, dict)]
+    if isinstance(data.get("example"), dict):
+        texts.append(data["example"]["code"])
+    return any(_MULTI_USER.search(t) for t in texts)
+
+
 class OSSession(Session):
     def __init__(self, env: OSEnvironment, task: Task, ctx: EpisodeContext) -> None:
         self._env = env
@@ -109,6 +123,13 @@ class OSSession(Session):
 
     async def begin(self) -> list[Message]:
         data = self._task.data
+        assert self._env.idmap is not None
+        if not self._env.idmap.several_users and _needs_several_users(data):
+            raise EnvError(
+                f"os: task {self._task.task_id} needs several users (useradd, su, chown, ...), which this user's "
+                "single-id sandbox cannot hold; give the user an /etc/subuid and /etc/subgid range "
+                "(usermod --add-subuids 100000-165535 --add-subgids 100000-165535 USER; apt-get install uidmap) or run as root"
+            )
         await self._sandbox.start()
         await self._shell.start()  # before init, like upstream: rc files written by init are not loaded
         for i, script in enumerate(data["init"]):

@@ -191,6 +191,8 @@ async def ensure_built(recipe: Recipe, *, cache: Path | None = None, report: Rep
         await _run_mmdebstrap(recipe, folder, report)
         (folder / "recipe.json").write_text(json.dumps(asdict(recipe), indent=2, sort_keys=True) + "\n")
         await _write_manifest(folder)
+        if os.geteuid() != 0:  # built in the user's subordinate range (mmdebstrap --mode=unshare)
+            _write_idmap(folder, _owner_base(folder / "root"))
 
     return await _cached(cache, final, build)
 
@@ -206,7 +208,10 @@ async def _run_mmdebstrap(recipe: Recipe, build: Path, report: Report) -> None:
         if var in os.environ:
             env[var] = os.environ[var]
     # a private mount namespace: the chroot's /proc, /dev, ... mounts vanish with the build process
-    argv = ["unshare", "--mount", "--propagation", "private", "--", *recipe.argv(root)]
+    if os.geteuid() == 0:
+        argv = ["unshare", "--mount", "--propagation", "private", "--", *recipe.argv(root)]
+    else:  # mmdebstrap maps the user's /etc/subuid range itself: the tree comes out owned by that range
+        argv = [*recipe.argv(root)[:1], "--mode=unshare", *recipe.argv(root)[1:]]
     proc = await asyncio.create_subprocess_exec(
         *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.PIPE, env=env, start_new_session=True,
@@ -265,6 +270,8 @@ async def ensure_unpacked(archive: Path, *, cache: Path | None = None, report: R
             msg = " ".join(err.decode(errors="replace").split())[-300:]
             raise EnvUnavailableError(f"os: option rootfs={archive}: tar cannot unpack it ({msg})")
         (folder / "source.json").write_text(json.dumps({"archive": str(archive.resolve()), "size": st.st_size}) + "\n")
+        if os.geteuid() != 0:  # tar cannot set owners for an ordinary user: everything is the user's
+            _write_idmap(folder, (os.geteuid(), os.getegid()))
 
     return await _cached(cache, final, unpack)
 
@@ -298,13 +305,27 @@ def _shift_tree(root: Path, old: tuple[int, int], new: tuple[int, int], count: i
     return changed
 
 
+def _write_idmap(folder: Path, base: tuple[int, int]) -> None:
+    (folder / _IDMAP_FILE).write_text(json.dumps({"uid_base": base[0], "gid_base": base[1]}) + "\n")
+
+
+def _owner_base(root: Path) -> tuple[int, int]:
+    """The owner and group of the tree's top: root's ids in whatever range it was built in."""
+    st = os.lstat(root)
+    return st.st_uid, st.st_gid
+
+
 async def ensure_shifted(root: Path, uid_base: int, gid_base: int, *, cache: Path | None = None, report: Report = _stderr_report) -> Path:
     """``root`` with its ownership moved into the sandbox's id range (sandbox id N = host id base+N), so
     that root inside the user namespace owns the image's files and no host account does.
 
     A root in the cache (built or unpacked) is shifted in place once (``idmap.json`` beside it records the
-    range); a directory of the user's (``rootfs=DIR``) is copied into the cache first and never changed."""
+    range); a directory of the user's (``rootfs=DIR``) is copied into the cache first and never changed.
+    Moving owners needs root: an ordinary user's roots are made in its range to begin with (mmdebstrap
+    ``--mode=unshare``; a tar archive or directory of its own under a single-id map)."""
     cache = cache or cache_root()
+    if os.geteuid() != 0:
+        return _check_unprivileged_root(root, cache, uid_base, gid_base)
     if root.parent.parent != cache:
         key = hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:16]
         final = cache / f"dir-{key}"
@@ -344,6 +365,22 @@ async def ensure_shifted(root: Path, uid_base: int, gid_base: int, *, cache: Pat
     finally:
         lock.release()
     return root
+
+
+def _check_unprivileged_root(root: Path, cache: Path, uid_base: int, gid_base: int) -> Path:
+    """An ordinary user's root must already be owned by its sandbox range (nothing can move owners)."""
+    have = _owner_base(root)
+    if have == (uid_base, gid_base):
+        return root
+    if root.parent.parent == cache and not (root.parent / _IDMAP_FILE).exists():
+        have_text = "built or unpacked by root"
+    else:
+        have_text = f"owned by {have[0]}:{have[1]}"
+    raise EnvUnavailableError(
+        f"os: the sandbox root {root} is {have_text}, but this user's sandboxes map root to {uid_base}:{gid_base}; "
+        "let agentbench build its own root as this user (no os.rootfs; needs an /etc/subuid range), give a tar "
+        "archive (os.rootfs=TAR) when this user has no /etc/subuid range, or run as root"
+    )
 
 
 async def resolve(rootfs: str | None, mirror: str | None = None, *, report: Report = _stderr_report) -> Path:

@@ -595,6 +595,8 @@ class Sandbox:
         rlimits = {"RLIMIT_CORE": 0, "RLIMIT_CPU": lim.cpu_seconds}
         if self._cgroups is None or self._cgroups.memory is None:
             rlimits["RLIMIT_AS"] = lim.memory_mb << 20
+        if self._cgroups is None or self._cgroups.pids is None:
+            rlimits["RLIMIT_NPROC"] = lim.pids  # counted per user of the episode's own user namespace
         request = {
             "op": "spawn", "id": rid, "argv": argv, "env": base_env, "mode": "check" if check else "agent",
             "tty": tty, "rlimits": rlimits,
