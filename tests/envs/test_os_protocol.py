@@ -115,3 +115,28 @@ def test_instructions_carry_upstreams_facts_and_no_extra_hints() -> None:
     tools_intro = first_messages("DESC", "tools")[0]["content"]
     for extra in ("grep", "head", "wc", "change the system", "requested change"):
         assert extra not in intro and extra not in tools_intro, extra
+
+
+@pytest.mark.parametrize(
+    ("option", "says"),
+    [
+        ("os.concurrency=0", "os: option concurrency='0' must be a positive integer"),
+        ("os.concurrency=abc", "os: option concurrency='abc' must be a positive integer"),
+        ("os.disk_mb=abc", "os: option disk_mb='abc' must be a positive integer"),
+        ("os.memory_mb=-1", "os: option memory_mb='-1' must be an integer >= 16"),
+        ("os.command_timeout=nan", "os: option command_timeout='nan' must be a number > 0"),
+        ("os.command_timeout=-1", "os: option command_timeout='-1' must be a number > 0"),
+        ("os.colour=red", "os: unknown option 'colour' (valid: command_timeout, concurrency, cpu_seconds, disk_mb,"),
+    ],
+)
+def test_bad_options_are_refused_before_anything_runs(tmp_path: Path, option: str, says: str) -> None:
+    """One line, exit 2, before a sandbox or a model call (os.concurrency=0 used to hang for 10 minutes)."""
+    out = tmp_path / "x.duckdb"
+    proc = subprocess.run(
+        [sys.executable, "-m", "agentbench_async.cli", "run", "--model", "mock-oracle", "--base-url", "http://127.0.0.1:9/v1",
+         "--env", "os", "--env-option", option, "--out", str(out), "--no-progress"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and says in lines[0] and "Traceback" not in proc.stderr, proc.stderr

@@ -12,12 +12,13 @@ import asyncio
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from ... import statuses as st
 from ...errors import EnvError, EnvUnavailableError
 from ...types import Message, ModelReply
 from ..base import Environment, EpisodeContext, Outcome, Session, Step, Task
+from ..options import Option
 from .grading import grade, run_script
 from .protocol import TOOLS, Action, ParseError, first_messages, observation_text, parse_text, parse_tools
 from .records import builtin_tasks, official_tasks
@@ -43,8 +44,21 @@ class OSEnvironment(Environment):
         "container); the Debian mirror once, to build the sandbox root (or os.rootfs=DIR|TAR)"
     )
 
+    option_specs: ClassVar[dict[str, Option]] = {
+        "concurrency": Option("int", "episodes (sandboxes) at once"),
+        "memory_mb": Option("int", "MiB for the processes of one episode", minimum=16),
+        "disk_mb": Option("int", "MiB of the episode's writable layer"),
+        "shm_mb": Option("int", "MiB of /dev/shm"),
+        "pids": Option("int", "processes in one episode", minimum=8),
+        "cpu_seconds": Option("int", "CPU seconds per process"),
+        "command_timeout": Option("number", "seconds one bash action may run", minimum=0),
+        "script_timeout": Option("number", "seconds one init or check script may run", minimum=0),
+        "rootfs": Option("text", "a root filesystem DIR or TAR instead of the built one"),
+        "mirror": Option("url", "the Debian mirror the root is built from"),
+    }
+
     def __init__(self, *, data_dir: Any = None, options: dict[str, Any] | None = None) -> None:
-        super().__init__(data_dir=data_dir, options=options)
+        super().__init__(data_dir=data_dir, options=self.check_options(options or {}))
         opts = self.options
         self.rootfs: str | None = opts.get("rootfs") or None
         self.mirror: str | None = opts.get("mirror") or None
@@ -57,6 +71,7 @@ class OSEnvironment(Environment):
             pids=int(opts.get("pids", 256)),
             disk_mb=int(opts.get("disk_mb", 512)),
             cpu_seconds=int(opts.get("cpu_seconds", 600)),
+            shm_mb=int(opts.get("shm_mb", 64)),
         )
         self._checked = False
         self._start_lock: asyncio.Lock | None = None
