@@ -16,6 +16,7 @@ from rich.table import Table
 from . import __version__, eventloop
 from .config import RunConfig, build_config, load_config_file
 from .errors import AgentBenchError, ConfigError
+from .wording import counted
 
 _console = Console()
 _err = Console(stderr=True)
@@ -90,6 +91,8 @@ def _parser() -> argparse.ArgumentParser:
     rep.add_argument("paths", type=Path, nargs="+", metavar="PATH.duckdb")
     rep.add_argument("--html", type=Path, help="also write a self-contained HTML report")
     rep.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    rep.add_argument("--pool", action="store_true", help="merge the configurations of a model x environment into one row "
+                     "(by default each deciding configuration, e.g. --history full vs agentbench, has its own row)")
 
     sql = sub.add_parser("sql", help="run SQL against a run file (read-only)")
     sql.add_argument("path", type=Path, metavar="PATH.duckdb")
@@ -107,12 +110,16 @@ def _parser() -> argparse.ArgumentParser:
     cmp_.add_argument("--model-b")
     cmp_.add_argument("--allow-different-settings", action="store_true",
                       help="pair runs even when their result-deciding settings (history, data, split, judge, ...) differ")
+    cmp_.add_argument("--config-a", help="A's configuration when its model has several in the file (its label as the report "
+                      "prints it, e.g. 'history: full', or the start of its config id)")
+    cmp_.add_argument("--config-b", help="B's configuration (as --config-a)")
 
     view = sub.add_parser("view", help="browse result files in a local web app (scores, failures, transcripts, live, compare, SQL)")
     view.add_argument("paths", type=Path, nargs="+", metavar="PATH.duckdb")
     view.add_argument("--host", default="127.0.0.1", help="address to listen on (default loopback; anything else shows "
                       "the results to your network)")
     view.add_argument("--port", type=int, default=8760, help="port (default 8760; 0 picks a free one)")
+    view.add_argument("--pool", action="store_true", help="merge the configurations of a model x environment into one row")
 
     sub.add_parser("envs", help="environments, splits, task counts, what each needs installed")
 
@@ -241,15 +248,23 @@ def _execute(cfg: RunConfig, *, progress: bool | None, command: str, skip_unavai
 
     evaluation = Evaluation(cfg, console=_err, progress=progress, command=command, skip_unavailable_envs=skip_unavailable)
     summary = eventloop.run(evaluation.run())
-    statuses = ", ".join(f"{k} {v}" for k, v in sorted(summary.statuses.items())) or "nothing to do"
+    statuses = ", ".join(f"{k} {v:,}" for k, v in sorted(summary.statuses.items())) or "nothing to do"
     _err.print(
-        f"run {summary.run_id}: {summary.episodes} episodes finished ({statuses}); {summary.skipped} already done; "
-        f"{summary.calls} model calls, {summary.retries} retries, {summary.seconds:.1f}s -> {summary.out}"
+        f"run {summary.run_id}: {counted(summary.episodes, 'episode')} finished ({statuses}); {summary.skipped:,} already done; "
+        f"{counted(summary.calls, 'model call')}, {counted(summary.retries, 'retry', 'retries')}, {summary.seconds:.1f} s -> {summary.out}",
+        markup=False, highlight=False,
     )
     for line in [*summary.model_error_lines(), *summary.retry_after_lines()]:
         _err.print(line, markup=False, highlight=False)
+    if cfg.action_mode == "tools" and summary.episodes:
+        from .analytics.commands import tool_hints
+
+        for line in tool_hints(Path(summary.out)):
+            _err.print(line, markup=False, highlight=False)
     if summary.interrupted:
-        _err.print("interrupted: run the same command again to resume")
+        cancelled = summary.statuses.get("cancelled", 0)
+        _err.print(f"interrupted ({counted(cancelled, 'episode')} cancelled): run the same command again to resume; it re-runs the "
+                   "cancelled episodes and the tasks not started yet", markup=False, highlight=False)
         return 130
     failed = summary.infra_failed_models()
     if failed:
@@ -287,7 +302,8 @@ async def _demo(out: Path, split: str, envs: list[str], limit: int | None, *, pr
         summary = await evaluation.run()
     finally:
         await server.stop()
-    _err.print(f"demo: {summary.episodes} episodes finished, {summary.skipped} already done -> {out}")
+    _err.print(f"demo: {counted(summary.episodes, 'episode')} finished, {summary.skipped:,} already done -> {out}", markup=False,
+               highlight=False)
     from .analytics import commands
 
     commands.summary(out, console=_console)  # the short summary and the commands that show more
@@ -295,12 +311,6 @@ async def _demo(out: Path, split: str, envs: list[str], limit: int | None, *, pr
 
 
 # -- read-side commands ------------------------------------------------------------------------
-def _print_report(paths: list[Path], *, html: Path | None, json_out: bool) -> int:
-    from .analytics import commands
-
-    return commands.report(paths, html=html, json_out=json_out, console=_console)
-
-
 def _print_result(rows: list[tuple[Any, ...]], columns: list[str], fmt: str) -> None:
     if fmt == "json":
         print(json.dumps([dict(zip(columns, r)) for r in rows], default=str))
@@ -332,7 +342,9 @@ def _cmd_sql(args: argparse.Namespace) -> int:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    return _print_report(args.paths, html=args.html, json_out=args.json)
+    from .analytics import commands
+
+    return commands.report(args.paths, html=args.html, json_out=args.json, console=_console, pool=args.pool)
 
 
 def _cmd_show(args: argparse.Namespace) -> int:
@@ -345,7 +357,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     from .analytics import commands
 
     return commands.compare(args.a, args.b or args.a, model_a=args.model_a, model_b=args.model_b, console=_console,
-                            allow_different_settings=args.allow_different_settings)
+                            allow_different_settings=args.allow_different_settings, config_a=args.config_a, config_b=args.config_b)
 
 
 def _cmd_view(args: argparse.Namespace) -> int:
@@ -355,7 +367,8 @@ def _cmd_view(args: argparse.Namespace) -> int:
     if not is_loopback(args.host):
         _err.print(f"warning: listening on {args.host}: anyone who can reach it can read these results", markup=False)
     try:
-        eventloop.run(serve(args.paths, args.host, args.port, ready=lambda u: _err.print(f"agentbench view: {u} (Ctrl-C stops)")))
+        eventloop.run(serve(args.paths, args.host, args.port, ready=lambda u: _err.print(f"agentbench view: {u} (Ctrl-C stops)"),
+                            pool=args.pool))
     except KeyboardInterrupt:
         pass
     return 0

@@ -19,7 +19,7 @@ import pytest
 from view_support import ALPHA_OS, HOSTILE, HOSTILE_ID, JUDGED_ID, REPEATS, get, viewer, write_known, writer
 
 from agentbench_async.analytics import load, scores
-from agentbench_async.analytics.compare import compare_results
+from agentbench_async.analytics.compare import compare_results, pick_side
 from agentbench_async.analytics.loading import Results
 from agentbench_async.analytics.terminal import pct
 from agentbench_async.view import Source
@@ -202,9 +202,11 @@ async def test_compare_two_models_of_a_file_and_one_model_of_two_files(known_fil
                 "AND task_id IN ('t000', 't001')")
     con.close()
     with load(known_file) as res:
-        expected = compare_results(res, res, "alpha", "beta", "alpha", "beta")
+        expected = compare_results(res, res, pick_side(res, "alpha", None, which="A"), pick_side(res, "beta", None, which="B"),
+                                   "alpha", "beta")
     with load(known_file) as res_a, load(other) as res_b:
-        across = compare_results(res_a, res_b, "alpha", "alpha", "a", "b")
+        across = compare_results(res_a, res_b, pick_side(res_a, "alpha", None, which="A"), pick_side(res_b, "alpha", None, which="B"),
+                                 "a", "b")
     async with viewer([known_file]) as base:
         _, page, _ = await get(base + "/compare?ma=alpha&mb=beta")
     text = _text(page)
@@ -237,7 +239,12 @@ async def test_live_page_of_finished_files(known_file: Path, tmp_path: Path) -> 
         _, page, _ = await get(base + "/live")
         _, fragment, _ = await get(base + "/live?fragment=1")
     text = _text(page)
-    assert "not running" in text and f"episodes done {16 * REPEATS + 1 + 10 * REPEATS}/{16 * REPEATS + 1 + 10 * REPEATS}" in text
+    # a file no run writes: its env_error, model_error and cancelled episodes (one of each per repeat) are not done, a
+    # resume re-runs them, and the page says so instead of "done"
+    stored, rerun = 16 * REPEATS + 1 + 10 * REPEATS, 3 * REPEATS
+    assert "not running, and not finished" in text and f"episodes done {stored - rerun}/{stored}" in text
+    assert f"ETA stopped: {rerun} episodes to re-run" in text
+    assert f"it re-runs {rerun} episodes ({REPEATS} cancelled, {REPEATS} env_error, {REPEATS} model_error)" in text
     rows = [_text(r) for r in _rows(page, "streams")]
     assert any(r.startswith(f" alpha · kg {6 * REPEATS}/{6 * REPEATS}") for r in rows), rows
     assert "data-refresh" in page and fragment.startswith('<div id="live">') and "<html" not in fragment

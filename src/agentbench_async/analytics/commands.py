@@ -8,14 +8,17 @@ Result files are only ever opened read-only (see ``loading.load``).
 from __future__ import annotations
 
 import json
+from contextlib import nullcontext
 from pathlib import Path
 
 import polars as pl
 from rich.console import Console
+from rich.markup import escape
 
-from .compare import compare_results, pick_model, render_comparison
+from .compare import Side, compare_results, pick_sides, render_comparison
 from .html_report import write_html
 from .loading import ReportError, Results, load
+from .operations import tool_call_hints
 from .report import build_report
 from .run_settings import model_settings, settings_conflicts
 from .terminal import render, render_summary
@@ -29,13 +32,15 @@ def report(
     json_out: bool,
     console: Console,
     prices: dict[str, tuple[float, float]] | None = None,
+    pool: bool = False,
 ) -> int:
-    """``agentbench report FILE [FILE...] [--html OUT] [--json]``: every table, for several files together.
+    """``agentbench report FILE [FILE...] [--html OUT] [--json] [--pool]``: every table, for several files together.
 
     ``prices`` are USD per 1M input/output tokens per model name; they override ``price_in``/``price_out``
-    stored in the runs' config.
+    stored in the runs' config. Each deciding configuration of a model x environment has its own row unless
+    ``pool`` merges them.
     """
-    with load(paths) as res:
+    with load(paths, pool=pool) as res:
         rep = build_report(res, prices)
     if html is not None:
         write_html(rep, html)
@@ -56,6 +61,12 @@ def summary(path: Path, *, console: Console) -> int:
     return 0
 
 
+def tool_hints(path: Path) -> list[str]:
+    """The tools-mode hint lines for a run file (``operations.tool_call_hints``; the end of ``agentbench run``)."""
+    with load(path) as res:
+        return tool_call_hints(res)
+
+
 def show(path: Path, episode_id: str, *, console: Console) -> int:
     """``agentbench show FILE EPISODE_ID``: one episode's transcript with its events and model calls."""
     with load(path) as res:
@@ -64,45 +75,47 @@ def show(path: Path, episode_id: str, *, console: Console) -> int:
 
 
 def compare(a: Path, b: Path, *, model_a: str | None, model_b: str | None, console: Console,
-            allow_different_settings: bool = False) -> int:
-    """``agentbench compare A.duckdb [B.duckdb] [--model-a M] [--model-b M] [--allow-different-settings]``:
-    flipped tasks and paired tests. With one file (a == b) it compares two models of that file.
+            allow_different_settings: bool = False, config_a: str | None = None, config_b: str | None = None) -> int:
+    """``agentbench compare A.duckdb [B.duckdb] [--model-a M] [--model-b M] [--config-a C] [--config-b C]
+    [--allow-different-settings]``: flipped tasks and paired tests. With one file (a == b) it compares two models
+    of that file, or one model in two configurations.
 
-    Runs whose result-deciding settings (history, data, split, action mode, judge, environment options)
-    differ are not paired unless ``allow_different_settings``: their scores differ for reasons other than
-    the models.
+    Each side is one model in one deciding configuration: a model with several in a file is refused until
+    ``--config-a``/``--config-b`` names one. Runs whose result-deciding settings (history, data, split, action
+    mode, judge, environment options) differ are not paired unless ``allow_different_settings``: their scores
+    differ for reasons other than the models. One model in two configurations is compared without it: the
+    settings are then what is compared, and the comparison says which differ.
     """
     same = Path(a).resolve() == Path(b).resolve()
-    with load(a) as res_a:
-        if same:
-            models = sorted(res_a.episodes["model"].unique().to_list())
-            if model_a is None and model_b is None and len(models) == 2:
-                model_a, model_b = models
-            ma = pick_model(res_a, model_a, exclude=model_b, which="A")
-            mb = pick_model(res_a, model_b, exclude=ma, which="B")
-            _check_settings(res_a, res_a, ma, mb, allow_different_settings, console)
-            cmp = compare_results(res_a, res_a, ma, mb, ma, mb)
-        else:
-            with load(b) as res_b:
-                ma = pick_model(res_a, model_a, which="A")
-                mb = pick_model(res_b, model_b, which="B")
-                _check_settings(res_a, res_b, ma, mb, allow_different_settings, console)
-                label_a = ma if ma != mb else f"{ma} ({Path(a).name})"
-                label_b = mb if ma != mb else f"{mb} ({Path(b).name})"
-                cmp = compare_results(res_a, res_b, ma, mb, label_a, label_b)
+    with load(a) as res_a, (load(b) if not same else nullcontext(res_a)) as res_b:
+        side_a, side_b = pick_sides(res_a, res_b, same, model_a, model_b, config_a, config_b)
+        _check_settings(res_a, res_b, side_a, side_b, allow_different_settings, console)
+        label_a, label_b = side_a.name, side_b.name
+        if label_a == label_b:
+            label_a, label_b = f"{label_a} ({Path(a).name})", f"{label_b} ({Path(b).name})"
+        cmp = compare_results(res_a, res_b, side_a, side_b, label_a, label_b)
     render_comparison(cmp, console)
     return 0
 
 
-def _check_settings(res_a: Results, res_b: Results, model_a: str, model_b: str, allow: bool, console: Console) -> None:
-    envs_a = set(res_a.episodes.filter(pl.col("model") == model_a)["env"].unique().to_list())
-    envs_b = set(res_b.episodes.filter(pl.col("model") == model_b)["env"].unique().to_list())
+def settings_difference(res_a: Results, res_b: Results, side_a: Side, side_b: Side) -> list[str]:
+    """The result-deciding settings in which the runs behind the two sides differ (empty: comparable)."""
+    envs_a = set(res_a.episodes.filter(pl.col("model") == side_a.model)["env"].unique().to_list())
+    envs_b = set(res_b.episodes.filter(pl.col("model") == side_b.model)["env"].unique().to_list())
     envs = sorted(envs_a & envs_b)
-    diffs = settings_conflicts(model_settings(res_a, model_a, envs), model_settings(res_b, model_b, envs))
+    return settings_conflicts(model_settings(res_a, side_a.model, envs, side_a.config_id),
+                              model_settings(res_b, side_b.model, envs, side_b.config_id))  # fmt: skip
+
+
+def _check_settings(res_a: Results, res_b: Results, side_a: Side, side_b: Side, allow: bool, console: Console) -> None:
+    diffs = settings_difference(res_a, res_b, side_a, side_b)
     if not diffs:
         return
     what = "; ".join(diffs)
+    if side_a.model == side_b.model:
+        console.print(f"one model in two configurations: A and B differ in {what}", highlight=False)
+        return
     if not allow:
-        raise ReportError(f"the runs of A ({model_a}) and B ({model_b}) differ in result-deciding settings ({what}), so their "
-                          "episodes are not comparable; pass --allow-different-settings to compare them anyway")
-    console.print(f"[yellow]warning: comparing runs with different result-deciding settings ({what})[/]", highlight=False)
+        raise ReportError(f"the runs of A ({side_a.name}) and B ({side_b.name}) differ in result-deciding settings ({what}), so "
+                          "their episodes are not comparable; pass --allow-different-settings to compare them anyway")
+    console.print(f"[yellow]warning: comparing runs with different result-deciding settings ({escape(what)})[/]", highlight=False)

@@ -1,6 +1,7 @@
 """Compare two models (or two runs/files) episode by episode: flipped tasks and paired significance tests.
 
-Episodes are paired on (env, split, task_id, repeat). Pairs where either side ended with an
+Each side is one model in one deciding configuration (configs.py): a model with two configurations in a file is
+two sides, never one pooled side. Episodes are paired on (env, split, task_id, repeat). Pairs where either side ended with an
 infrastructure failure (env_error, model_error, cancelled) are left out and counted. Success is tested
 with the exact McNemar test (binomial on the discordant pairs); scores with the Wilcoxon signed-rank test.
 """
@@ -13,6 +14,7 @@ import polars as pl
 from rich.console import Console
 from rich.table import Table
 
+from .configs import config_table, overall_labels
 from .loading import ReportError, Results
 from .stats import WilcoxonResult, mcnemar_exact, wilcoxon_signed_rank
 from .terminal import print_table
@@ -40,35 +42,87 @@ class Comparison:
     label_b: str
     per_env: list[EnvComparison]
     total: EnvComparison
-    flips: pl.DataFrame  # env, split, task_id, repeat, status_a, score_a, status_b, score_b, direction
+    flips: pl.DataFrame  # env, split, task_id, repeat, class_a, score_a, class_b, score_b, direction, run_a, run_b
     only_a: int  # episodes without a partner in B
     only_b: int
     infra_pairs: int  # pairs left out because one side was an infrastructure failure
 
 
-def pick_model(res: Results, wanted: str | None, *, exclude: str | None = None, which: str) -> str:
-    models = sorted(res.episodes["model"].unique().to_list())
-    if wanted is not None:
-        if wanted not in models:
-            raise ReportError(f"model {wanted!r} ({which}) is not in {', '.join(map(str, res.paths))}; it has: {', '.join(models) or 'no episodes'}")
-        return wanted
-    candidates = [m for m in models if m != exclude]
+@dataclass(frozen=True)
+class Side:
+    """One side of a comparison: a model in one of its deciding configurations (configs.py)."""
+
+    model: str
+    config_id: str
+    config: str  # what tells this configuration apart from the model's others in its file ('' when it has one)
+
+    @property
+    def name(self) -> str:
+        return f"{self.model} ({self.config})" if self.config else self.model
+
+
+def sides(res: Results) -> list[Side]:
+    """Every model x configuration of the opened files, labelled as the report labels OA rows."""
+    table = overall_labels(res, config_table(res))
+    return [Side(r["model"], r["config_id"], r["config"]) for r in table.sort("model", "config").iter_rows(named=True)]
+
+
+def pick_side(res: Results, model: str | None, config: str | None, *, exclude: Side | None = None, which: str) -> Side:
+    """The side asked for: ``model`` (else the only model left) in ``config`` (a label as the report prints it, or
+    the start of a config id; else its only configuration). Several candidates are refused with the choices."""
+    where = ", ".join(map(str, res.paths))
+    every = sides(res)
+    models = sorted({s.model for s in every})
+    flag = "--model-a" if which == "A" else "--model-b"
+    config_flag = "--config-a" if which == "A" else "--config-b"
+    if model is not None and model not in models:
+        raise ReportError(f"model {model!r} ({which}) is not in {where}; it has: {', '.join(models) or 'no episodes'}")
+    candidates = [s for s in every if (model is None or s.model == model) and s != exclude]
+    if config is not None:
+        candidates = [s for s in candidates if config in (s.config, s.name, s.config_id) or (len(config) >= 4 and s.config_id.startswith(config))]
+        if not candidates:
+            known = "; ".join(f"{s.name}: {s.config_id[:8]}" for s in every if model is None or s.model == model)
+            raise ReportError(f"no configuration {config!r} ({which}) in {where}; it has: {known}")
     if len(candidates) == 1:
         return candidates[0]
     if not candidates:
-        raise ReportError(f"no model to compare in {', '.join(map(str, res.paths))} (it has: {', '.join(models) or 'no episodes'})")
-    flag = "--model-a" if which == "A" else "--model-b"
-    raise ReportError(f"{', '.join(map(str, res.paths))} has several models ({', '.join(candidates)}); choose one with {flag}")
+        raise ReportError(f"no model to compare in {where} (it has: {', '.join(models) or 'no episodes'})")
+    if len({s.model for s in candidates}) > 1:
+        raise ReportError(f"{where} has several models ({', '.join(sorted({s.model for s in candidates}))}); choose one with {flag}")
+    listed = "; ".join(f"{s.config} (id {s.config_id[:8]})" for s in candidates)
+    raise ReportError(f"{candidates[0].model} has {len(candidates)} configurations in {where} ({listed}); scores of different "
+                      f"configurations are never pooled: choose one with {config_flag} (its label or id)")
 
 
-def _side(res: Results, model: str, suffix: str) -> pl.DataFrame:
-    return res.episodes.filter(pl.col("model") == model).select(
+def pick_sides(res_a: Results, res_b: Results, same_file: bool, model_a: str | None, model_b: str | None,
+               config_a: str | None, config_b: str | None) -> tuple[Side, Side]:
+    """The two sides of ``agentbench compare``: with one file, two models (or one model in two configurations)."""
+    if same_file:
+        every = sides(res_a)
+        if model_a is None and model_b is None and config_a is None and config_b is None and len(every) == 2:
+            return every[0], every[1]
+        a = pick_side(res_a, model_a, config_a, which="A", exclude=None if model_b is None and config_b is None else
+                      _only(res_a, model_b, config_b))  # fmt: skip
+        return a, pick_side(res_a, model_b, config_b, exclude=a, which="B")
+    return pick_side(res_a, model_a, config_a, which="A"), pick_side(res_b, model_b, config_b, which="B")
+
+
+def _only(res: Results, model: str | None, config: str | None) -> Side | None:
+    try:
+        return pick_side(res, model, config, which="B")
+    except ReportError:
+        return None
+
+
+def _side(res: Results, side: Side, suffix: str) -> pl.DataFrame:
+    return res.episodes.filter((pl.col("model") == side.model) & (pl.col("config_id") == side.config_id)).select(
         *KEY,
         pl.col("status").alias(f"status_{suffix}"),
         pl.col("failure_class").alias(f"class_{suffix}"),
         pl.col("infra").alias(f"infra_{suffix}"),
         pl.col("counted_score").alias(f"score_{suffix}"),
         pl.col("success").fill_null(False).alias(f"success_{suffix}"),
+        pl.col("run_id").alias(f"run_{suffix}"),
     )
 
 
@@ -86,8 +140,8 @@ def _summarise(env: str, pairs: pl.DataFrame) -> EnvComparison:
     )
 
 
-def compare_results(res_a: Results, res_b: Results, model_a: str, model_b: str, label_a: str, label_b: str) -> Comparison:
-    a, b = _side(res_a, model_a, "a"), _side(res_b, model_b, "b")
+def compare_results(res_a: Results, res_b: Results, side_a: Side, side_b: Side, label_a: str, label_b: str) -> Comparison:
+    a, b = _side(res_a, side_a, "a"), _side(res_b, side_b, "b")
     joined = a.join(b, on=KEY, how="full", coalesce=True)
     only_a = joined.filter(pl.col("status_b").is_null()).height
     only_b = joined.filter(pl.col("status_a").is_null()).height
@@ -100,7 +154,7 @@ def compare_results(res_a: Results, res_b: Results, model_a: str, model_b: str, 
         .when(pl.col("success_b") & ~pl.col("success_a")).then(pl.lit(f"{label_b} only"))
         .when(pl.col("score_a") > pl.col("score_b")).then(pl.lit(f"{label_a} higher"))
         .otherwise(pl.lit(f"{label_b} higher")).alias("direction")
-    ).select(*KEY, "class_a", "score_a", "class_b", "score_b", "direction")
+    ).select(*KEY, "class_a", "score_a", "class_b", "score_b", "direction", "run_a", "run_b")
     return Comparison(label_a, label_b, per_env, _summarise("all", pairs), flips, only_a, only_b, infra)
 
 

@@ -10,11 +10,14 @@ from typing import Any
 
 import polars as pl
 
+from ..wording import counted, duration
+from . import configs, notes
+from .configs import shown
 from .failures import FAILURE_CLASSES, INFRA_CLASSES, PAPER_COLUMNS, PAPER_TITLES
 from .report import Report
 from .run_settings import AGENTBENCH_SETTINGS
 from .svg import PALETTE, histogram, interval_bars, line_chart, stacked_bars
-from .terminal import pct
+from .terminal import ms, pct
 
 CLASS_COLORS: dict[str, str] = {
     "completed_success": "#3ca951",
@@ -70,46 +73,48 @@ def _scores_section(report: Report) -> str:
     rows = []
     for r in report.scores.iter_rows(named=True):
         ci = "–" if r["ci_low"] is None else f"{pct(r['ci_low'])}–{pct(r['ci_high'])} ({r['ci_method']})"
-        rows.append([r["model"], r["env"], r["metric"], pct(r["score"]), ci, r["n"], r["env_errors"], r["model_errors"], r["cancelled"],
+        rows.append([shown(r), r["env"], r["metric"], pct(r["score"]), ci, r["n"], r["env_errors"], r["model_errors"], r["cancelled"],
                      r.get("settings") or AGENTBENCH_SETTINGS])
     table = _table(["model", "env", "metric", "score %", "95% CI", "n", "env_error", "model_error", "cancelled", "settings"], rows, left=3)
     plot = interval_bars(
-        [(f"{r['model']} · {r['env']}", 100 * (r["score"] or 0.0), None if r["ci_low"] is None else 100 * r["ci_low"],
+        [(f"{shown(r)} · {r['env']}", 100 * (r["score"] or 0.0), None if r["ci_low"] is None else 100 * r["ci_low"],
           None if r["ci_high"] is None else 100 * r["ci_high"]) for r in report.scores.iter_rows(named=True) if r["n"]],
         "Score per model × environment with 95% interval",
     )
     overall = ""
     if not report.overall.is_empty():
         overall = "<h3>Overall AgentBench score</h3>" + _table(
-            ["model", "which", "OA"], [[r["model"], r["label"], f"{r['oa']:.2f}"] for r in report.overall.iter_rows(named=True)]
+            ["model", "which", "OA"], [[shown(r), r["label"], f"{r['oa']:.2f}"] for r in report.overall.iter_rows(named=True)]
         ) + ('<p class="note">OA = mean over the environments of score (%) / weight⁻¹ with the paper\'s weights⁻¹ '
              "OS 10.8, DB 13.0, KG 13.9, DCG 12.0, LTP 3.5, HH 13.0, WS 30.7, WB 11.6. A partial OA averages only the "
              "environments that were run and is not comparable with the paper's.</p>")
     note = ('<p class="note">Each environment\'s metric is the mean of the episode scores over the model\'s own outcomes; '
             "env_error, model_error and cancelled episodes are not in n (they are infrastructure failures, re-run on "
             "resume). Intervals: Wilson for 0/1 scores, percentile bootstrap (2000 resamples, fixed seed) otherwise.</p>")
-    return f"<h2>Scores</h2>{note}{table}{plot}{overall}"
+    configured = "".join(f'<p class="deviations">{escape(line)}</p>' for line in notes.config_lines(report.configs, report.pooled))
+    return f"<h2>Scores</h2>{note}{configured}{table}{plot}{overall}"
 
 
 def _failure_section(report: Report) -> str:
     counts = report.class_counts
     rows = []
     for r in counts.iter_rows(named=True):
-        rows.append([r["model"], r["env"], *[f"{r[c]} ({pct(r[c] / r['total'] if r['total'] else None, 0)}%)" for c in FAILURE_CLASSES],
+        rows.append([shown(r), r["env"], *[f"{r[c]} ({pct(r[c] / r['total'] if r['total'] else None, 0)}%)" for c in FAILURE_CLASSES],
                      r["total"]])
     table = _table(["model", "env", *[c.replace("_", " ") for c in FAILURE_CLASSES], "total"], rows)
     shares = report.class_shares
     plot = stacked_bars(
-        [(f"{r['model']} · {r['env']}", {c: r[c] for c in FAILURE_CLASSES}) for r in shares.iter_rows(named=True)],
+        [(f"{shown(r)} · {r['env']}", {c: r[c] for c in FAILURE_CLASSES}) for r in shares.iter_rows(named=True)],
         FAILURE_CLASSES, CLASS_COLORS, "Failure classes per model × environment (share of episodes)",
     )
-    paper_rows = [[r["model"], r["env"], *[pct(r[c]) for c in PAPER_COLUMNS], r["episodes"]] for r in report.paper.iter_rows(named=True)]
+    paper_rows = [[shown(r), r["env"], *[pct(r[c]) for c in PAPER_COLUMNS], r["episodes"]] for r in report.paper.iter_rows(named=True)]
+    solved = "".join(f'<p class="note">{escape(line)}</p>' for line in notes.solved_lines(report.solved))
     paper = _table(["model", "env", *[PAPER_TITLES[c] for c in PAPER_COLUMNS], "episodes"], paper_rows)
     infra = ", ".join(INFRA_CLASSES)
     return (
         "<h2>Failure classes</h2>"
         f'<p class="note">Every finished episode is in exactly one class; {infra} are not the model\'s fault.</p>'
-        f"{table}{plot}"
+        f"{table}{solved}{plot}"
         "<h3>AgentBench paper convention (% of episodes)</h3>"
         '<p class="note">The paper\'s five columns: its Task Limit Exceeded also holds unknown/task errors (here env_error '
         "and model_error); cancelled episodes are left out. Use it only to compare with the paper's tables.</p>"
@@ -126,7 +131,7 @@ def _reasons_section(report: Report) -> str:
         ids = ", ".join(e["episode_id"] for e in examples)
         out = (examples[0].get("last_output") or "")[:200] if examples else ""
         turns = f"{r['turns_min']}/{r['turns_median']}/{r['turns_max']}"
-        rows.append([r["model"], r["env"], r["failure_class"], r["reason"], r["episodes"], turns, ids, out])
+        rows.append([shown(r), r["env"], r["failure_class"], r["reason"], r["episodes"], turns, ids, out])
     return ("<h2>Top failure reasons</h2>"
             '<p class="note">Errors with numbers replaced by N and long quoted text by \'…\'; turns min/median/max = model turns used. '
             "See one episode with <code>agentbench show FILE EPISODE_ID</code>.</p>"
@@ -137,18 +142,19 @@ def _turns_section(report: Report) -> str:
     if report.turns_used.is_empty():
         return ""
     plots = []
-    grouped = report.turns_used.group_by("model", "env", "n_turns").agg(pl.col("episodes").sum())
-    for (model, env), g in grouped.sort("model", "env").group_by(["model", "env"], maintain_order=True):
+    used = configs.with_labels(report.turns_used, report.configs) if report.configs is not None else report.turns_used
+    grouped = used.group_by("model", "env", "config", "n_turns").agg(pl.col("episodes").sum())
+    for (model, env, label), g in grouped.sort("model", "env", "config").group_by(["model", "env", "config"], maintain_order=True):
         counts = {int(k): int(v) for k, v in zip(g["n_turns"].to_list(), g["episodes"].to_list()) if k is not None}
-        plots.append(histogram(counts, f"Turns used: {model} · {env}"))
+        plots.append(histogram(counts, f"Turns used: {shown({'model': model, 'config': label})} · {env}"))
     return "<h2>Turns used per episode</h2><div class=\"grid\">" + "".join(plots) + "</div>"
 
 
 def _repeats_section(report: Report) -> str:
     if report.pass_k.is_empty():
         return ""
-    rows = [[r["model"], r["env"], r["k"], r["tasks"], pct(r["pass_at_k"]), pct(r["pass_hat_k"])] for r in report.pass_k.iter_rows(named=True)]
-    spread = [[r["model"], r["env"], r["repeats"], pct(r["mean_score"]), pct(r["stddev"]), pct(r["min_score"]), pct(r["max_score"])]
+    rows = [[shown(r), r["env"], r["k"], r["tasks"], pct(r["pass_at_k"]), pct(r["pass_hat_k"])] for r in report.pass_k.iter_rows(named=True)]
+    spread = [[shown(r), r["env"], r["repeats"], pct(r["mean_score"]), pct(r["stddev"]), pct(r["min_score"]), pct(r["max_score"])]
               for r in report.spread.iter_rows(named=True)]
     return ("<h2>Repeats</h2>" + _table(["model", "env", "k", "tasks", "pass@k %", "pass^k %"], rows)
             + _table(["model", "env", "repeats", "mean %", "stddev %", "min %", "max %"], spread))
@@ -189,11 +195,13 @@ def _operations_section(report: Report) -> str:
     usage = [[r["model"], r["caller"], r["requests"], r["attempts"], r["retries"], r["failed_attempts"], r["input_tokens"],
               r["output_tokens"], None if r.get("cache_hit_share") is None else f"{100 * r['cache_hit_share']:.0f}",
               "no price" if r["cost_usd"] is None else f"{r['cost_usd']:.4f}",
-              *[None if r[c] is None else f"{r[c]:.1f}" for c in ("latency_p50_ms", "latency_p90_ms", "latency_p99_ms", "latency_max_ms")]]
+              *[ms(r[c]) for c in ("latency_p50_ms", "latency_p90_ms", "latency_p99_ms", "latency_max_ms")]]
              for r in report.usage.iter_rows(named=True)]
     statuses = [[r["model"], r["http_status"] if r["http_status"] is not None else "cancelled" if r.get("no_answer") == "cancelled" else "none", r["attempts"], r["retries"], r["failed"],
                  None if r["mean_retry_after_s"] is None else f"{r['mean_retry_after_s']:.1f}", r["example_error"] or ""]
                 for r in report.statuses.iter_rows(named=True)]
+    rates = [[r["model"] or "?", r["calls"], duration(r["run_seconds"]), None if r["calls_per_s"] is None else f"{r['calls_per_s']:.2f}",
+              r["peak_calls_per_s"], r["seconds_with_calls"]] for r in (report.rates if report.rates is not None else pl.DataFrame()).iter_rows(named=True)]
     series: dict[str, list[tuple[float, float]]] = {}
     rate: dict[str, list[tuple[float, float]]] = {}
     tp = report.throughput
@@ -213,6 +221,9 @@ def _operations_section(report: Report) -> str:
           "input tokens read from the provider's prompt cache.</p>"
         + _cost_table(report)
         + _table(["model", "HTTP status", "attempts", "retries", "failed", "mean Retry-After s", "example error"], statuses, left=1)
+        + "<h3>Calls per second of wall-clock time</h3>"
+        + _table(["model", "calls", "run time", "calls/s", "peak calls/s", "seconds with calls"], rates, left=1)
+        + '<p class="note">calls/s = calls / the wall-clock duration of the runs that made them (idle time included).</p>'
         + _reasoning_table(report)
         + line_chart(series, "Latency over time (median per second)", "seconds since the first call", "latency ms")
         + line_chart(rate, "Calls per second over time", "seconds since the first call", "calls/s").replace(
@@ -229,8 +240,9 @@ def render_html(report: Report) -> str:
         "<title>AgentBench report</title>",
         f"<style>{_CSS}</style></head><body>",
         "<h1>AgentBench report</h1>",
-        f'<p class="note">Generated {generated} from {len(report.files)} file(s): {escape(", ".join(report.files))}.</p>',
+        f'<p class="note">Generated {generated} from {counted(len(report.files), "file")}: {escape(", ".join(report.files))}.</p>',
         _table(["run", "created", "command", "version", "episodes", "file"], runs, left=6),
+        *[f'<p class="deviations">{escape(line)}</p>' for line in notes.run_state_lines(report.run_states, report.resume)],
         _settings_section(report),
     ]
     if report.class_counts.is_empty():
@@ -238,6 +250,7 @@ def render_html(report: Report) -> str:
     else:
         parts += [_scores_section(report), _failure_section(report), _reasons_section(report), _turns_section(report),
                   _repeats_section(report), _operations_section(report)]
+        parts += [f'<p class="deviations">{escape(line)}</p>' for line in report.tool_hints or []]
     parts.append("</body></html>")
     return "\n".join(parts)
 

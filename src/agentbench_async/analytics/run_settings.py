@@ -71,10 +71,14 @@ def deviation_groups(table: pl.DataFrame, runs: list[str]) -> list[tuple[list[st
     return [(ids, list(lines)) for lines, ids in groups.items()]
 
 
-def model_settings(res: Results, model: str, envs: list[str]) -> list[dict[str, str]]:
-    """The distinct result-deciding settings (for ``envs``) of the runs that produced ``model``'s episodes."""
+def model_settings(res: Results, model: str, envs: list[str], config_id: str | None = None) -> list[dict[str, str]]:
+    """The distinct result-deciding settings (for ``envs``) of the runs that produced ``model``'s episodes (in the
+    deciding configuration ``config_id`` only, when given)."""
     configs = run_configs(res)
-    run_ids = res.episodes.filter(pl.col("model") == model)["run_id"].unique().sort().to_list()
+    mine = res.episodes.filter(pl.col("model") == model)
+    if config_id is not None:
+        mine = mine.filter(pl.col("config_id") == config_id)
+    run_ids = mine["run_id"].unique().sort().to_list()
     out: list[dict[str, str]] = []
     for run_id in run_ids:
         settings = result_settings(configs.get(run_id, {}), envs)

@@ -25,6 +25,14 @@ def _svg(kind: str, width: float, height: float, body: list[str], title: str) ->
     )
 
 
+_CHAR_W = 7.2  # px per character at font-size 12, on the wide side (system-ui averages ~6.5 for these labels)
+
+
+def _label_width(labels: Sequence[str], least: float = 170.0) -> float:
+    """Room for the longest row label (right-aligned before the bars), so no label is cut at the chart's edge."""
+    return max(least, max((len(label) for label in labels), default=0) * _CHAR_W + 12)
+
+
 def _nice_max(value: float) -> float:
     """The smallest of 1, 2, 5 x 10^k that is >= value (an axis top)."""
     if value <= 0:
@@ -40,7 +48,7 @@ def stacked_bars(
     rows: Sequence[tuple[str, Mapping[str, float]]], categories: Sequence[str], colors: Mapping[str, str], title: str
 ) -> str:
     """Horizontal 100% stacked bars: one bar per row label, segments per category (shares 0..1)."""
-    label_w, bar_w, bar_h, gap, top = 170.0, 520.0, 20.0, 8.0, 28.0
+    label_w, bar_w, bar_h, gap, top = _label_width([label for label, _ in rows]), 520.0, 20.0, 8.0, 28.0
     legend_rows = (len(categories) + 2) // 3
     height = top + len(rows) * (bar_h + gap) + 24 + legend_rows * 18
     body = [f'<text x="0" y="16" font-weight="bold">{escape(title)}</text>']
@@ -73,7 +81,7 @@ def stacked_bars(
 
 def interval_bars(rows: Sequence[tuple[str, float, float | None, float | None]], title: str, unit: str = "%") -> str:
     """Horizontal bars (values 0..100) with interval whiskers [low, high]."""
-    label_w, bar_w, bar_h, gap, top = 170.0, 480.0, 18.0, 8.0, 28.0
+    label_w, bar_w, bar_h, gap, top = _label_width([row[0] for row in rows]), 480.0, 18.0, 8.0, 28.0
     height = top + len(rows) * (bar_h + gap) + 26
     body = [f'<text x="0" y="16" font-weight="bold">{escape(title)}</text>']
     axis_y = top + len(rows) * (bar_h + gap)

@@ -19,8 +19,9 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-from ..wording import counted
-from .configs import several, shown
+from ..wording import counted, duration, moment
+from . import notes
+from .configs import shown
 from .failures import FAILURE_CLASSES, INFRA_CLASSES, PAPER_COLUMNS, PAPER_TITLES
 from .report import Report
 from .run_settings import AGENTBENCH_SETTINGS
@@ -192,20 +193,6 @@ def cost_tables(report: Report) -> list[Table]:
     return [table]
 
 
-def duration(seconds: float | None) -> str:
-    """``47 s``, ``12m05s``, ``2h03m``; a dash when unknown."""
-    if seconds is None or seconds != seconds:
-        return "–"
-    whole = int(round(seconds))
-    if whole < 60:
-        return f"{seconds:.0f} s" if seconds >= 1 else f"{seconds:.1f} s"
-    return f"{whole // 3600}h{whole % 3600 // 60:02d}m" if whole >= 3600 else f"{whole // 60}m{whole % 60:02d}s"
-
-
-def _when(value: Any) -> str:
-    return "–" if value is None else value.strftime("%Y-%m-%d %H:%M:%S") if hasattr(value, "strftime") else str(value)
-
-
 def _usd(value: float | None) -> str:
     return "" if value is None else f"{value:.4f}"
 
@@ -235,7 +222,7 @@ def operations_tables(report: Report) -> list[Table]:
     for r in (report.rates if report.rates is not None else pl.DataFrame()).iter_rows(named=True):
         per_s = "–" if r["calls_per_s"] is None else f"{r['calls_per_s']:.2f}" if r["calls_per_s"] < 10 else f"{r['calls_per_s']:,.0f}"
         rate.add_row(r["model"] or "?", _num(r["calls"]), duration(r["run_seconds"]), per_s, _num(r["peak_calls_per_s"]),
-                     _num(r["seconds_with_calls"]), _when(r["first_call_at"]), _when(r["last_call_at"]))
+                     _num(r["seconds_with_calls"]), moment(r["first_call_at"]), moment(r["last_call_at"]))
     tables = [usage, *cost_tables(report), statuses, rate]
     if report.reasoning is not None and not report.reasoning.is_empty():
         thinking = Table(title="Reasoning per model × environment (tokens the server reported as thinking; replies cut by the "
@@ -347,67 +334,18 @@ def print_settings(report: Report, console: Console) -> None:
             console.print(f"  [yellow]{line}[/]", highlight=False)
 
 
-def run_state_lines(report: Report) -> list[str]:
-    """Lines for runs that have not finished (one writing the file now, one interrupted, one killed) and what a
-    resume would re-run; none when every run finished and nothing is left to re-run."""
-    lines = []
-    states = report.run_states if report.run_states is not None else pl.DataFrame()
-    for r in states.iter_rows(named=True):
-        when = _when(r["finished_at"] or r["last_activity"])
-        done = counted(r["episodes"], "episode")
-        if r.get("live"):
-            lines.append(f"run {r['run_id']} is writing this file now: this is a snapshot of the {done} it finished so far, "
-                         "not a final result")
-        elif r["state"] == "interrupted":
-            lines.append(f"run {r['run_id']} was interrupted (Ctrl-C) at {when} after {done}")
-        elif r["state"] == "not finished":
-            lines.append(f"run {r['run_id']} did not finish: no end was recorded (its process was stopped or killed; last "
-                         f"activity {when}) after {done}")
-    rerun = report.resume if report.resume is not None else pl.DataFrame()
-    if not rerun.is_empty():
-        per_status = rerun.group_by("status").agg(pl.col("episodes").sum()).sort("status")
-        what = ", ".join(f"{n:,} {s}" for s, n in per_status.iter_rows())
-        lines.append(f"running the same command again resumes: it re-runs {counted(int(per_status['episodes'].sum()), 'episode')} "
-                     f"({what}) and any task not started yet")
-    return lines
-
-
-def config_lines(report: Report) -> list[str]:
-    """What the report did with several configurations of one model x environment (rows kept apart, or pooled)."""
-    table = report.configs if report.configs is not None else pl.DataFrame()
-    if table.is_empty():
-        return []
-    if report.pooled:
-        merged = [f"{r['model']} · {r['env']}" for r in table.iter_rows(named=True) if r["config"]]
-        if not merged:
-            return ["--pool: every model × environment has one configuration; nothing was merged"]
-        return [f"--pool: rows merge several configurations ({', '.join(merged)}); their n counts the episodes of every "
-                "configuration, a task run in two counts twice"]
-    lines = [f"{model} · {env}: {len(labels)} configurations, one row each ({' | '.join(labels)})" for model, env, labels in several(table)]
-    if lines:
-        lines.append("scores are never pooled across configurations; agentbench report --pool merges them anyway")
-    return lines
-
-
-def solved_lines(report: Report) -> list[str]:
-    """Solved episodes whose status word (upstream's) is not 'completed': how they ended."""
-    solved = report.solved if report.solved is not None else pl.DataFrame()
-    return [f"{shown(r)} · {r['env']}: {counted(r['episodes'], 'solved episode')} {r['outcome_note']} (status {r['status']})"
-            for r in solved.iter_rows(named=True)]
-
-
 def render(report: Report, console: Console) -> None:
     """Print every table of the report."""
     episodes = int(report.class_counts["total"].sum() or 0)
     console.print(f"[bold]AgentBench report[/] — {counted(len(report.files), 'file')}: {escape(', '.join(report.files))}; "
                   f"{counted(report.runs.height, 'run')}, {counted(episodes, 'episode')}", highlight=False)
-    for line in run_state_lines(report):
+    for line in notes.run_state_lines(report.run_states, report.resume):
         console.print(f"[yellow]{escape(line)}[/]", highlight=False)
     print_settings(report, console)
     if report.class_counts.is_empty():
         console.print("no finished episodes yet")
         return
-    for line in config_lines(report):
+    for line in notes.config_lines(report.configs, report.pooled):
         console.print(f"[yellow]{escape(line)}[/]", highlight=False)
     print_table(console, scores_table(report))
     if not report.overall.is_empty():
@@ -415,7 +353,7 @@ def render(report: Report, console: Console) -> None:
     classes, paper = classes_table(report), paper_table(report)
     short = _min_width(console, classes) > console.width  # narrow: short class names on purpose, with a legend
     print_table(console, classes_table(report, short=True) if short else classes)
-    for line in solved_lines(report):
+    for line in notes.solved_lines(report.solved):
         console.print(f"  {escape(line)}", highlight=False)
     print_table(console, paper_table(report, short=True) if short else paper)
     if short:
@@ -434,7 +372,7 @@ def render(report: Report, console: Console) -> None:
 def render_summary(report: Report, console: Console, path: str) -> None:
     """A short summary (scores per model x env, OA, the most common failure classes, solved episodes whose status
     word is not 'completed') and the commands to see more. A model with several configurations has a row for each."""
-    for line in run_state_lines(report):
+    for line in notes.run_state_lines(report.run_states, report.resume):
         console.print(f"[yellow]{escape(line)}[/]", highlight=False)
     if report.class_counts.is_empty():
         console.print("no finished episodes yet")
@@ -453,7 +391,7 @@ def render_summary(report: Report, console: Console, path: str) -> None:
         table.add_row(escape(name), *[pct(cells[name].get(env), 0) if env in cells[name] else "" for env in envs],
                       f"{oa[name]:.2f}" if name in oa else "–")  # fmt: skip
     print_table(console, table, keys=1)
-    for line in config_lines(report):
+    for line in notes.config_lines(report.configs, report.pooled):
         console.print(f"[yellow]{escape(line)}[/]", highlight=False)
     console.print("[bold]Most common failure classes[/] (episodes, share of the model's episodes)", highlight=False)
     totals: dict[str, dict[str, int]] = {}
@@ -465,7 +403,7 @@ def render_summary(report: Report, console: Console, path: str) -> None:
         failures = sorted(((t[c], c) for c in FAILURE_CLASSES if c != "completed_success" and t[c]), reverse=True)[:3]
         listed = ", ".join(f"{c.replace('_', ' ')} {n} ({pct(n / t['total'], 0)}%)" for n, c in failures) or "none"
         console.print(f"  {escape(name)}: {listed}", highlight=False)
-    for line in solved_lines(report):
+    for line in notes.solved_lines(report.solved):
         console.print(f"  {escape(line)}", highlight=False)
     for line in report.tool_hints or []:
         console.print(f"[yellow]{escape(line)}[/]", highlight=False)

@@ -106,7 +106,7 @@ async def failures(request: web.Request) -> web.Response:
 async def episodes(request: web.Request) -> web.Response:
     source = request.app[SOURCE]
     filters = q.EpisodeFilters.from_query(request.query, source.paths)
-    data = await source.run(lambda res: q.episode_page(res, filters))
+    data = await source.run(lambda res: q.episode_page(res, filters, source))
     return _html(request, "Episodes", pages.episodes(data), active="/episodes")
 
 
@@ -194,9 +194,10 @@ async def _close(source: Source) -> None:
 
 
 async def serve(paths: Sequence[Path], host: str = "127.0.0.1", port: int = DEFAULT_PORT,
-                ready: Callable[[str], None] | None = None) -> None:
-    """Serve the viewer until cancelled; ``ready(url)`` is called once it listens."""
-    source = Source(paths)
+                ready: Callable[[str], None] | None = None, pool: bool = False) -> None:
+    """Serve the viewer until cancelled; ``ready(url)`` is called once it listens. ``pool`` merges the configurations
+    of a model x environment into one row (by default each has its own)."""
+    source = Source(paths, pool=pool)
     await asyncio.get_running_loop().run_in_executor(None, source.check)
     runner = web.AppRunner(make_app(source, loopback_only=is_loopback(host)), access_log=None)
     await runner.setup()

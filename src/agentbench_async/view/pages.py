@@ -7,11 +7,15 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..analytics.compare import Comparison, EnvComparison
+from ..analytics.configs import shown
+from ..analytics.transcript import env_text, status_text, tokens_text, turn_title
 from ..analytics.failures import FAILURE_CLASSES, INFRA_CLASSES, PAPER_COLUMNS, PAPER_TITLES, class_shares
 from ..analytics.html_report import CLASS_COLORS
 from ..analytics.run_settings import AGENTBENCH_SETTINGS
 from ..analytics.svg import interval_bars, stacked_bars
+from ..analytics.terminal import ms
 from ..analytics.terminal import pct as percent
+from ..wording import counted, duration
 from . import queries as q
 from .html import Markup, element, esc, fmt, join, link, note, table, url
 
@@ -40,11 +44,11 @@ def overview(data: q.Overview, files: Sequence[str]) -> Markup:
     live = set(data.live_files)
     file_rows = [[f"#{i + 1}", f, "being written by a run: see Live" if f in live else "finished or stopped"] for i, f in enumerate(files)]
     parts = [element("h2", "Files"), table(["#", "file", "state"], file_rows, left=3, test_id="files")]
-    runs = [[r["run_id"], r["created_at"], r["finished_at"] or ("running or stopped" if r["source_file"] in live else "–"),
-             r["command"], r["models"] or "", r["envs"] or "", r["episodes"], f"#{_file_no(files, r['source_file'])}"]
-            for r in data.runs.iter_rows(named=True)]
-    parts += [element("h2", "Runs"), table(["run", "created", "finished", "command", "models", "envs", "episodes", "file"], runs,
-                                          left=6, test_id="runs")]
+    runs = [[r["run_id"], r["created_at"], r["finished_at"], _run_state(r), r["command"], r["models"] or "", r["envs"] or "",
+             r["episodes"], f"#{_file_no(files, r['source_file'])}"] for r in data.runs.iter_rows(named=True)]
+    parts += [element("h2", "Runs"), table(["run", "created", "finished", "state", "command", "models", "envs", "episodes", "file"],
+                                          runs, left=7, test_id="runs")]
+    parts += [element("p", line, cls="warning", data_note="report") for line in data.notes]
     parts.append(element("h2", "Scores"))
     if data.scores.is_empty():
         parts.append(note("No finished episodes yet."))
@@ -55,7 +59,8 @@ def overview(data: q.Overview, files: Sequence[str]) -> Markup:
         if r["ci_method"] == q.PENDING:
             ci = Markup('<span class="pending">bootstrap interval: computing…</span>')
         infra = r["env_errors"] + r["model_errors"] + r["cancelled"]
-        cell = link(url("/episodes", {"model": r["model"], "env": r["env"]}), f"{r['model']} · {r['env']}")
+        cell = link(url("/episodes", {"model": r["model"], "env": r["env"], "config": r["config_id"] if r["config"] else ""}),
+                    f"{shown(r)} · {r['env']}")
         rows.append([cell, r["metric"], percent(r["score"]), ci, r["n"], infra, r.get("settings") or AGENTBENCH_SETTINGS])
     parts.append(note("Mean episode score (%) over the model's own outcomes; env_error, model_error and cancelled episodes "
                       "are not in n (infrastructure failures, re-run on resume). 95% interval: Wilson for 0/1 scores, "
@@ -63,17 +68,26 @@ def overview(data: q.Overview, files: Sequence[str]) -> Markup:
     parts.append(_settings(data.deviations))
     parts.append(table(["model · env", "metric", "score %", "95% CI", "n", "infra excluded", "settings"], rows, left=2, test_id="scores"))
     parts.append(Markup(interval_bars(
-        [(f"{r['model']} · {r['env']}", 100 * (r["score"] or 0.0), None if r["ci_low"] is None else 100 * r["ci_low"],
+        [(f"{shown(r)} · {r['env']}", 100 * (r["score"] or 0.0), None if r["ci_low"] is None else 100 * r["ci_low"],
           None if r["ci_high"] is None else 100 * r["ci_high"]) for r in data.scores.iter_rows(named=True) if r["n"]],
         "Score per model × environment with 95% interval")))
     if not data.overall.is_empty():
         parts.append(element("h2", "Overall AgentBench score (OA)"))
-        parts.append(table(["model", "OA", "which"], [[r["model"], f"{r['oa']:.2f}", r["label"]] for r in data.overall.iter_rows(named=True)],
+        parts.append(table(["model", "OA", "which"], [[shown(r), f"{r['oa']:.2f}", r["label"]] for r in data.overall.iter_rows(named=True)],
                            test_id="overall"))
         parts.append(note("OA = mean over the environments of score (%) / weight⁻¹ with the paper's weights⁻¹ OS 10.8, DB 13.0, "
                           "KG 13.9, DCG 12.0, LTP 3.5, HH 13.0, WS 30.7, WB 11.6; a partial OA (not all eight environments) "
                           "is not comparable with the paper's."))
+    parts += [element("p", line, cls="warning", data_note="hint") for line in data.hints]
     return join(parts)
+
+
+def _run_state(r: Mapping[str, Any]) -> str:
+    """How a run ended, as the Runs table says it (a run writing its file now is live; one without an end was stopped)."""
+    if r.get("live"):
+        return "running: see Live"
+    return {"interrupted": "interrupted (Ctrl-C): resume to finish", "not finished": "stopped without an end (killed?): resume "
+            "to finish"}.get(r.get("state") or "", r.get("state") or "–")
 
 
 def _settings(groups: list[tuple[list[str], list[str]]]) -> Markup:
@@ -103,17 +117,18 @@ def failures(data: q.FailureMatrix) -> Markup:
     headers = ["model", "env", *FAILURE_CLASSES, "total"]
     rows = []
     for r in data.counts.iter_rows(named=True):
-        cells: list[Any] = [r["model"], r["env"]]
+        cells: list[Any] = [shown(r), r["env"]]
+        config = r["config_id"] if r["config"] else ""
         for cls in FAILURE_CLASSES:
             n = r[cls]
             share = n / r["total"] if r["total"] else 0.0
             if n:
-                href = url("/episodes", {"model": r["model"], "env": r["env"], "status": cls})
+                href = url("/episodes", {"model": r["model"], "env": r["env"], "config": config, "status": cls})
                 cells.append(Markup(f'<a class="cell {_heat(share)}" data-class="{cls}" href="{esc(href)}">{n}'
                                     f' <small>{percent(share, 0)}%</small></a>'))
             else:
                 cells.append(Markup('<span class="zero">0</span>'))
-        cells.append(link(url("/episodes", {"model": r["model"], "env": r["env"]}), r["total"]))
+        cells.append(link(url("/episodes", {"model": r["model"], "env": r["env"], "config": config}), r["total"]))
         rows.append(cells)
     head = Markup("".join(f"<th class=\"l\">{esc(h)}</th>" if i < 2 else
                           f"<th class=\"r\">{swatch(h) if h in CLASS_COLORS else ''} {esc(h.replace('_', ' '))}</th>"
@@ -122,13 +137,13 @@ def failures(data: q.FailureMatrix) -> Markup:
                                     for i, c in enumerate(row)) + "</tr>" for row in rows)
     matrix = Markup(f'<table class="matrix" data-table="failure-matrix"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>')
     shares = class_shares(data.counts)
-    chart = stacked_bars([(f"{r['model']} · {r['env']}", {c: r[c] for c in FAILURE_CLASSES}) for r in shares.iter_rows(named=True)],
+    chart = stacked_bars([(f"{shown(r)} · {r['env']}", {c: r[c] for c in FAILURE_CLASSES}) for r in shares.iter_rows(named=True)],
                          FAILURE_CLASSES, CLASS_COLORS, "Failure classes per model × environment (share of episodes)")
-    paper_rows = [[r["model"], r["env"], *[percent(r[c]) for c in PAPER_COLUMNS], r["episodes"]] for r in data.paper.iter_rows(named=True)]
+    paper_rows = [[shown(r), r["env"], *[percent(r[c]) for c in PAPER_COLUMNS], r["episodes"]] for r in data.paper.iter_rows(named=True)]
     return join([
         note(f"Every finished episode is in exactly one class; {', '.join(INFRA_CLASSES)} are not the model's fault. "
              "Click a cell for its episodes, an episode for its transcript."),
-        matrix, Markup(chart),
+        matrix, *[element("p", line, cls="note", data_note="solved") for line in data.solved], Markup(chart),
         element("h2", "AgentBench paper convention (% of episodes)"),
         note("The paper's five columns, from the status upstream would have recorded: its Task Limit Exceeded also holds "
              "environment and API errors; cancelled episodes are left out."),
@@ -157,11 +172,13 @@ def episodes(data: q.EpisodePage) -> Markup:
         _input("task", "task", f.task, 10), _input("repeat", "repeat", f.repeat, 3), _input("q", "text", f.q, 24),
         _select("sort", "sort", [(k, k) for k in q.SORTS], f.sort),
     ]
+    if data.configs:  # several deciding configurations: each row of the scores is one of them
+        fields.insert(3, _select("config", "configuration", everything + data.configs, f.config))
     if len(data.files) > 1:
         fields.insert(0, _select("file", "file", everything + [(str(i + 1), f"#{i + 1}") for i in range(len(data.files))], f.file))
     form = Markup(f'<form class="filters" method="get" action="/episodes">{join(fields)}<button>Filter</button> '
                   f'{link("/episodes", "clear")}</form>')
-    pager = [f"{data.total:,} episode{'s' if data.total != 1 else ''} match"]
+    pager = [f"{counted(data.total, 'episode')} {'matches' if data.total == 1 else 'match'}"]
     if data.pages > 1:
         pager.append(f" · page {f.page} of {data.pages} ")
         if f.page > 1:
@@ -204,16 +221,16 @@ def _calls(calls: Sequence[Mapping[str, Any]], title: str) -> Markup:
 
 def transcript(data: q.Transcript, files: Sequence[str]) -> Markup:
     ep = data.episode
-    status = ep["status"] + ((" (success)" if ep["success"] else " (wrong)") if ep["status"] == "completed" else "")
+    status = status_text(ep)
     if data.state == "running":
         status = "running: its turns so far (this page shows them as of its loading; reload for more)"
     elif data.state == "unfinished":
         status = "unfinished: the run that wrote these turns stopped before the episode ended; a resume re-runs it"
     head = _dl([("episode", ep["episode_id"]), ("run", ep["run_id"]), ("file", ep["source_file"]), ("model", ep["model"]),
-                ("env", f"{ep['env']} ({ep['split']}, {ep.get('source') or '?'})"), ("task", ep["task_id"]), ("repeat", ep["repeat"]),
+                ("env", env_text(ep)), ("task", ep["task_id"]), ("repeat", ep["repeat"]),
                 ("status", Markup(f'<span class="status" data-status="{esc(ep["status"])}">{esc(status)}</span>')),
                 ("paper status", ep.get("paper_status")), ("score", ep["score"]), ("turns", ep["n_turns"]),
-                ("tokens in/out", f"{ep['input_tokens']}/{ep['output_tokens']}"), ("action mode", ep.get("action_mode")),
+                ("tokens in/out", tokens_text(ep)), ("action mode", ep.get("action_mode")),
                 ("started", ep["started_at"]), ("finished", ep["finished_at"]), ("error", ep["error"])])
     parts = [head]
     if ep.get("details") not in (None, "{}", "null"):
@@ -233,8 +250,8 @@ def transcript(data: q.Transcript, files: Sequence[str]) -> Markup:
         by_turn.setdefault(c["turn"], []).append(c)
     shown: set[int] = set()
     for t in data.turns:
-        parts.append(_turn(t, by_turn.get(t["turn"], []) if t["role"] == "assistant" and t["turn"] not in shown else []))
-        if t["role"] == "assistant":
+        parts.append(_turn(t, by_turn.get(t["turn"], []) if t["by_model"] and t["turn"] not in shown else []))
+        if t["by_model"]:
             shown.add(t["turn"])
     rest = [c for c in agent if c["turn"] not in shown]
     if rest:
@@ -247,43 +264,47 @@ def transcript(data: q.Transcript, files: Sequence[str]) -> Markup:
 
 def _turn(t: Mapping[str, Any], calls: Sequence[Mapping[str, Any]]) -> Markup:
     role = t["role"]
-    parts = [element("div", f"turn {t['turn']} · {role}", cls="turn-head")]
+    mine = "yes" if t["by_model"] else "no"
+    parts = [element("div", turn_title(t), cls="turn-head")]
     if t.get("reasoning"):
         parts.append(Markup(f'<details class="reasoning"><summary>reasoning</summary><pre>{esc(t["reasoning"])}</pre></details>'))
     parts.append(element("pre", t["content"] or "", cls="content"))
     if t.get("tool_calls"):
         parts.append(element("pre", f"tool calls: {t['tool_calls']}", cls="tool-calls"))
-    if role == "assistant":
+    if t["by_model"]:
         valid = None if t["valid"] is None else Markup('<span class="ok">valid</span>' if t["valid"] else '<span class="bad">invalid</span>')
         parts.append(_dl([("action", t["action"]), ("validity", valid), ("error", t["error"]), ("observation", t["observation"])]))
         if calls:
             parts.append(_calls(calls, "HTTP attempts"))
-    return element("section", join(parts), cls=f"turn role-{role}", data_turn=t["turn"], data_role=role)
+    injected = role == "assistant" and not t["by_model"] or bool(t.get("injected"))
+    return element("section", join(parts), cls=f"turn role-{role}" + (" injected" if injected else ""), data_turn=t["turn"],
+                   data_role=role, data_by_model=mine)
 
 
 # -- live -----------------------------------------------------------------------------------------
-def _duration(seconds: float | None) -> str:
-    if seconds is None or seconds != seconds:
-        return "–"
-    seconds = int(seconds)
-    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m" if seconds >= 3600 else f"{seconds // 60}m{seconds % 60:02d}s"
-
-
 def live(data: Sequence[q.FileLive], files: Sequence[str], now: str) -> Markup:
     parts = [note(f"Updated {now}; this page refreshes itself every 2 seconds.")]
     for f in data:
         fig = f.figures
-        done = sum(s.done for s in f.streams)
-        total = sum(s.total or 0 for s in f.streams) if f.running else done
-        state = (f"running (run {fig['run_id']}, {_duration(fig['elapsed_s'])} so far, writer seen {fig['age_s']:.0f} s ago)"
-                 if f.running else "not running: every episode in the file is shown")
+        stored = sum(s.done for s in f.streams)
+        done = stored if f.running else stored - fig["rerun"]  # what a resume re-runs is not done
+        total = sum(s.total or 0 for s in f.streams) if f.running else stored
+        if f.running:
+            state = f"running (run {fig['run_id']}, {duration(fig['elapsed_s'])} so far, writer seen {fig['age_s']:.0f} s ago)"
+        elif fig["stopped"]:
+            state = "not running, and not finished: a resume (the same command) completes it"
+        else:
+            state = "not running: every episode in the file is shown"
         parts.append(element("h2", f"#{_file_no(files, f.path)} {f.path}"))
         parts.append(element("p", state, cls="state", data_running="yes" if f.running else "no"))
+        parts += [element("p", line, cls="warning", data_note="stopped") for line in f.stopped]
         cost = "no price" if fig["cost_usd"] is None else f"${fig['cost_usd']:.4f}"
-        figures = [("episodes done", f"{done:,}/{total:,}"), ("calls/s", fig["calls_per_s"]), ("calls", fig["calls"]),
-                   ("retries", fig["retries"]), ("HTTP 429", fig["http_429"]), ("failed attempts", fig["errors"]),
-                   ("tokens in/out", f"{fig['input_tokens']:,}/{fig['output_tokens']:,}"), ("cost (finished episodes)", cost),
-                   ("ETA", _duration(fig["eta_s"]) if f.running else "done")]
+        eta = duration(fig["eta_s"]) if f.running else f"stopped: {counted(fig['rerun'], 'episode')} to re-run" if fig["stopped"] else "done"
+        rate = fig["calls_per_s"]
+        figures = [("episodes done", f"{done:,}/{total:,}"), ("calls/s", "–" if rate is None else f"{rate:.2f}" if rate < 10 else f"{rate:,.0f}"),
+                   ("HTTP attempts", fig["calls"]), ("retries", fig["retries"]), ("HTTP 429", fig["http_429"]),
+                   ("failed attempts", fig["errors"]), ("tokens in/out", f"{fig['input_tokens']:,}/{fig['output_tokens']:,}"),
+                   ("cost (finished episodes)", cost), ("ETA", eta)]
         parts.append(Markup('<div class="figures">' + "".join(
             f'<div class="figure" data-figure="{esc(k)}"><div class="k">{esc(k)}</div><div class="v">{esc(fmt(v, 2))}</div></div>'
             for k, v in figures) + "</div>"))
@@ -298,18 +319,19 @@ def live(data: Sequence[q.FileLive], files: Sequence[str], now: str) -> Markup:
         parts.append(table(["model · env", "done/total", "progress", "in flight", "statuses"], rows, left=1, cls="streams",
                            test_id="streams"))
         usage = [[r["model"], r["caller"], r["requests"], r["attempts"], r["retries"], r["input_tokens"], r["output_tokens"],
-                  "no price" if r["cost_usd"] is None else f"{r['cost_usd']:.4f}", r["latency_p50_ms"], r["latency_p90_ms"]]
+                  "no price" if r["cost_usd"] is None else f"{r['cost_usd']:.4f}", ms(r["latency_p50_ms"]), ms(r["latency_p90_ms"])]
                  for r in f.usage.iter_rows(named=True)]
         if usage:
+            parts.append(element("h3", "Model calls of the finished episodes (HTTP attempts above count every call so far)"))
             parts.append(table(["model", "caller", "requests", "attempts", "retries", "tokens in", "tokens out", "cost USD",
                                 "p50 ms", "p90 ms"], usage, left=2, test_id="usage"))
         if f.in_progress_total:
             no = _file_no(files, f.path) if len(files) > 1 else ""
-            shown = [[link(_episode_href(r["run_id"], r["episode_id"], no), r["episode_id"], cls="episode"), r["turns"], r["last_at"]]
-                     for r in f.in_progress.iter_rows(named=True)]
+            shown_rows = [[link(_episode_href(r["run_id"], r["episode_id"], no), r["episode_id"], cls="episode"), r["turns"], r["last_at"]]
+                          for r in f.in_progress.iter_rows(named=True)]
             title = "Episodes in progress" if f.running else "Unfinished episodes (their run stopped; a resume re-runs them)"
-            parts.append(element("h3", f"{title}: {f.in_progress_total:,} (latest {len(shown)} shown)"))
-            parts.append(table(["episode", "turns so far", "last turn at"], shown, test_id="in-progress"))
+            parts.append(element("h3", f"{title}: {f.in_progress_total:,} (latest {len(shown_rows)} shown)"))
+            parts.append(table(["episode", "turns so far", "last turn at"], shown_rows, test_id="in-progress"))
     return element("div", join(parts), id="live")
 
 
@@ -325,37 +347,45 @@ def _p_is(p: float) -> str:
 def compare(data: q.CompareView, allow: bool) -> Markup:
     multi = len(data.files) > 1
     fields = []
-    for side, fi, model in (("a", data.fa, data.ma), ("b", data.fb, data.mb)):
+    for side, fi, chosen in (("a", data.fa, data.a), ("b", data.fb, data.b)):
         if multi:
             fields.append(_select(f"f{side}", f"{side.upper()} file", [(str(i + 1), f"#{i + 1}") for i in range(len(data.files))], str(fi + 1)))
-        models = sorted({m for ms in data.models for m in ms})
-        fields.append(_select(f"m{side}", f"{side.upper()} model", [(m, m) for m in models], model))
+        models = sorted({s.model for sides in data.sides for s in sides})
+        fields.append(_select(f"m{side}", f"{side.upper()} model", [(m, m) for m in models], chosen.model if chosen else ""))
+        configs = [s for s in data.sides[fi] if chosen and s.model == chosen.model]
+        if len(configs) > 1:  # the model has several configurations in that file: one of them, never pooled
+            fields.append(_select(f"c{side}", f"{side.upper()} configuration", [(s.config_id, s.config) for s in configs],
+                                  chosen.config_id if chosen else ""))
     parts = [Markup(f'<form class="filters" method="get" action="/compare">{join(fields)}<button>Compare</button></form>')]
     if data.message:
         parts.append(note(data.message))
         return join(parts)
     result = data.result
-    assert result is not None
+    assert result is not None and data.a is not None and data.b is not None
     if data.conflicts:
         what = "; ".join(data.conflicts)
-        if not allow:
-            query = {"fa": data.fa + 1 if multi else "", "ma": data.ma, "fb": data.fb + 1 if multi else "", "mb": data.mb, "allow": 1}
-            parts.append(element("p", join([f"The runs of A ({data.ma}) and B ({data.mb}) differ in result-deciding settings ({what}), "
-                                            "so their episodes are not comparable. ", link(url("/compare", query), "Compare anyway")]),
+        if data.a.model == data.b.model:
+            parts.append(note(f"One model in two configurations: A and B differ in {what}."))
+        elif not allow:
+            query = {"fa": data.fa + 1 if multi else "", "ma": data.ma, "ca": data.a.config_id, "fb": data.fb + 1 if multi else "",
+                     "mb": data.mb, "cb": data.b.config_id, "allow": 1}
+            parts.append(element("p", join([f"The runs of A ({data.a.name}) and B ({data.b.name}) differ in result-deciding settings "
+                                            f"({what}), so their episodes are not comparable. ", link(url("/compare", query), "Compare anyway")]),
                                  cls="warning"))
             return join(parts)
-        parts.append(element("p", f"Warning: comparing runs with different result-deciding settings ({what}).", cls="warning"))
+        else:
+            parts.append(element("p", f"Warning: comparing runs with different result-deciding settings ({what}).", cls="warning"))
     parts.append(_compare_table(result))
     t = result.total
     verdict = "significant" if t.mcnemar_p < 0.05 else "not significant"
     extra = []
     if result.infra_pairs:
-        extra.append(f"{result.infra_pairs} pairs left out (infrastructure failure on a side)")
+        extra.append(f"{counted(result.infra_pairs, 'pair')} left out (infrastructure failure on a side)")
     if result.only_a or result.only_b:
-        extra.append(f"{result.only_a} episodes only in A, {result.only_b} only in B (not paired)")
-    parts.append(element("p", f"{t.pairs} pairs: {t.a_only} tasks only A solved, {t.b_only} only B solved; the success difference is "
-                              f"{verdict} at 5% (exact McNemar {_p_is(t.mcnemar_p)}; Wilcoxon signed-rank on scores "
-                              f"{_p_is(t.wilcoxon.p_value)}). " + "; ".join(extra), cls="verdict"))
+        extra.append(f"{counted(result.only_a, 'episode')} only in A, {result.only_b:,} only in B (not paired)")
+    parts.append(element("p", f"{counted(t.pairs, 'pair')}: {counted(t.a_only, 'task')} only A solved, {t.b_only:,} only B solved; "
+                              f"the success difference is {verdict} at 5% (exact McNemar {_p_is(t.mcnemar_p)}; Wilcoxon signed-rank "
+                              f"on scores {_p_is(t.wilcoxon.p_value)}). " + "; ".join(extra), cls="verdict"))
     parts.append(_flips(data, result))
     return join(parts)
 
@@ -380,8 +410,8 @@ def _flips(data: q.CompareView, result: Comparison) -> Markup:
     rows = []
     for r in result.flips.head(FLIPS_SHOWN).iter_rows(named=True):
         tail = f"{r['env']}/{r['split']}/{r['task_id']}/{r['repeat']}"
-        a = link(url("/episode", {"id": f"{data.ma}/{tail}", "file": data.fa + 1 if multi else ""}), r["class_a"])
-        b = link(url("/episode", {"id": f"{data.mb}/{tail}", "file": data.fb + 1 if multi else ""}), r["class_b"])
+        a = link(url("/episode", {"id": f"{data.ma}/{tail}", "run": r["run_a"], "file": data.fa + 1 if multi else ""}), r["class_a"])
+        b = link(url("/episode", {"id": f"{data.mb}/{tail}", "run": r["run_b"], "file": data.fb + 1 if multi else ""}), r["class_b"])
         rows.append([r["env"], r["task_id"], r["repeat"], a, b, r["direction"], r["score_a"], r["score_b"]])
     shown = min(FLIPS_SHOWN, result.flips.height)
     return join([element("h2", f"Tasks that flipped ({result.flips.height:,}; first {shown} shown)"),

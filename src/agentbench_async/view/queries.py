@@ -12,23 +12,25 @@ import csv
 import io
 import threading
 from contextlib import nullcontext
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import duckdb
 import polars as pl
 
 from ..analytics import compare as compare_mod
-from ..analytics import failures, operations, scores
+from ..analytics import configs, failures, notes, operations, scores
 from ..analytics.loading import ReportError, Results, load
-from ..analytics.run_settings import deviation_groups, deviation_table, model_settings, score_settings, settings_conflicts
-from ..analytics.transcript import find_episode
+from ..analytics.commands import settings_difference
+from ..analytics.run_settings import deviation_groups, deviation_table, score_settings
+from ..analytics.transcript import EPISODE_ROWS, find_episode
 from ..errors import AgentBenchError
 from ..store.live import live_dir
 from .source import Source
 
+T = TypeVar("T")
 PAGE_SIZE = 50
 SQL_ROWS = 1000  # rows of a SQL answer shown on the page (the CSV download has them all)
 SQL_TIMEOUT_S = 20.0
@@ -69,6 +71,8 @@ class Overview:
     live_files: list[str]
     pending: bool = False  # bootstrap intervals still being computed (ci_method PENDING)
     deviations: list[tuple[list[str], list[str]]] = field(default_factory=list)  # (run ids, lines) per distinct list
+    notes: list[str] = field(default_factory=list)  # analytics.notes: unfinished runs, configurations, solved episodes
+    hints: list[str] = field(default_factory=list)  # operations.tool_call_hints
 
 
 PENDING = "bootstrap: computing"
@@ -96,7 +100,14 @@ def overview(res: Results, source: Source) -> Overview:
     table = deviation_table(res)
     env_scores = env_scores.join(score_settings(res, table), on=["model", "env", "config_id"], how="left")
     groups = deviation_groups(table, runs["run_id"].to_list())
-    return Overview(runs, env_scores, scores.overall(env_scores), [str(p) for p in res.live_files], pending, groups)
+    found = source.memo(res, "configs", configs.config_table)
+    states = operations.run_states(res)
+    runs = runs.join(states.select("run_id", "state", "live", "last_activity"), on="run_id", how="left")
+    lines = [*notes.run_state_lines(states, res.resume_work), *notes.config_lines(found, res.pooled),
+             *notes.solved_lines(configs.with_labels(failures.solved_notes(res), found))]
+    overall = configs.with_labels(scores.overall(env_scores), configs.overall_labels(res, found), keys=("model",))
+    return Overview(runs, configs.with_labels(env_scores, found), overall, [str(p) for p in res.live_files], pending, groups, lines,
+                    operations.tool_call_hints(res))
 
 
 # -- failures -------------------------------------------------------------------------------------
@@ -104,10 +115,14 @@ def overview(res: Results, source: Source) -> Overview:
 class FailureMatrix:
     counts: pl.DataFrame  # analytics.failures.class_counts: model, env, <nine classes>, total
     paper: pl.DataFrame  # model, env, episodes, the paper's five shares
+    solved: list[str] = field(default_factory=list)  # solved episodes whose status word is not 'completed'
 
 
 def failure_matrix(res: Results, source: Source) -> FailureMatrix:
-    return FailureMatrix(source.memo(res, "classes", failures.class_counts), source.memo(res, "paper", failures.paper_table))
+    found = source.memo(res, "configs", configs.config_table)
+    counts = configs.with_labels(source.memo(res, "classes", failures.class_counts), found)
+    return FailureMatrix(counts, configs.with_labels(source.memo(res, "paper", failures.paper_table), found),
+                         notes.solved_lines(configs.with_labels(failures.solved_notes(res), found)))
 
 
 # -- episodes -------------------------------------------------------------------------------------
@@ -118,6 +133,7 @@ class EpisodeFilters:
     model: str = ""
     env: str = ""
     status: str = ""  # a status (``invalid_format``) or a failure class (``completed_wrong``)
+    config: str = ""  # a deciding configuration (config_id): one row of the scores or of the failure matrix
     task: str = ""  # part of the task id
     repeat: str = ""
     q: str = ""  # free text: episode id, error, or any message of the transcript
@@ -127,7 +143,7 @@ class EpisodeFilters:
 
     @classmethod
     def from_query(cls, query: Mapping[str, str], paths: Sequence[Path]) -> EpisodeFilters:
-        f = cls(**{k: query.get(k, "").strip() for k in ("model", "env", "status", "task", "repeat", "q", "file")},
+        f = cls(**{k: query.get(k, "").strip() for k in ("model", "env", "status", "config", "task", "repeat", "q", "file")},
                 sort=query.get("sort", "episode") or "episode")
         if f.repeat and not f.repeat.lstrip("-").isdigit():
             raise ViewError(f"repeat={f.repeat!r}: expected a whole number (the repeat index, 0 for the first try)")
@@ -141,7 +157,7 @@ class EpisodeFilters:
 
     def params(self, **changes: Any) -> dict[str, Any]:
         """The query parameters of this filter set (``changes`` applied; page 1 is left out)."""
-        values = {k: getattr(self, k) for k in ("model", "env", "status", "task", "repeat", "q", "file", "sort", "page")}
+        values = {k: getattr(self, k) for k in ("model", "env", "status", "config", "task", "repeat", "q", "file", "sort", "page")}
         values.update(changes)
         if values["page"] == 1:
             values["page"] = ""
@@ -152,7 +168,7 @@ class EpisodeFilters:
     def where(self, paths: Sequence[Path]) -> tuple[str, list[Any]]:
         clauses: list[str] = []
         params: list[Any] = []
-        for column, value in (("model", self.model), ("env", self.env)):
+        for column, value in (("model", self.model), ("env", self.env), ("config_id", self.config)):
             if value:
                 clauses.append(f"{column} = ?")
                 params.append(value)
@@ -188,40 +204,63 @@ class EpisodePage:
     envs: list[str]
     statuses: list[str]
     files: list[str]
+    configs: list[tuple[str, str]] = field(default_factory=list)  # (config_id, label) when there are several
 
     @property
     def pages(self) -> int:
         return max(1, -(-self.total // PAGE_SIZE))
 
 
-def episode_page(res: Results, filters: EpisodeFilters) -> EpisodePage:
+def episode_page(res: Results, filters: EpisodeFilters, source: Source | None = None) -> EpisodePage:
+    """A page of the filtered episode list; a page past the last one shows the last one."""
     where, params = filters.where(res.paths)
-    rows = res.sql(
-        f"""
-        SELECT source_file, run_id, episode_id, model, env, split, task_id, repeat, status, failure_class, infra,
-               score, n_turns, left(error, 160) AS error, finished_at, count(*) OVER () AS total
-        FROM episode_outcomes AS o{where}
-        ORDER BY {SORTS[filters.sort]} LIMIT {PAGE_SIZE} OFFSET {PAGE_SIZE * (filters.page - 1)}
-        """,
-        params,
-    )
+
+    def page_rows(page: int) -> pl.DataFrame:
+        return res.sql(
+            f"""
+            SELECT source_file, run_id, episode_id, model, env, split, task_id, repeat, status, failure_class, infra,
+                   score, n_turns, left(error, 160) AS error, finished_at, count(*) OVER () AS total
+            FROM episode_outcomes AS o{where}
+            ORDER BY {SORTS[filters.sort]} LIMIT {PAGE_SIZE} OFFSET {PAGE_SIZE * (page - 1)}
+            """,
+            params,
+        )
+
+    rows = page_rows(filters.page)
     if rows.height:
         total = int(rows["total"][0])
-    else:  # past the last page (or nothing matches): count on its own
+    else:  # past the last page (or nothing matches): count on its own, and show the last page
         total = int(res.sql(f"SELECT count(*) AS n FROM episode_outcomes AS o{where}", params)["n"][0])
+        last = max(1, -(-total // PAGE_SIZE))
+        if filters.page > last:
+            filters = replace(filters, page=last)
+            rows = page_rows(last) if total else rows
     rows = rows.drop("total")
     keys = res.sql("SELECT DISTINCT model, env FROM episodes")
     present = set(res.sql("SELECT DISTINCT status FROM episodes")["status"].to_list())
     statuses = [c for c in failures.FAILURE_CLASSES if c in present or c.startswith("completed_") and "completed" in present]
+    found = source.memo(res, "configs", configs.config_table) if source is not None else configs.config_table(res)
     return EpisodePage(filters, rows, total, sorted(set(keys["model"].to_list())), sorted(set(keys["env"].to_list())),
-                       statuses, [str(p) for p in res.paths])
+                       statuses, [str(p) for p in res.paths], _config_choices(found))
+
+
+def _config_choices(found: pl.DataFrame) -> list[tuple[str, str]]:
+    """(config_id, what it is) for the episode list's configuration filter; empty when there is one configuration."""
+    choices: dict[str, list[str]] = {}
+    for r in found.iter_rows(named=True):
+        labels = choices.setdefault(r["config_id"], [])
+        if r["config"] and r["config"] not in labels:
+            labels.append(r["config"])
+    if len(choices) < 2:
+        return []
+    return [(cid, f"{cid[:8]}: {'; '.join(labels)}" if labels else cid[:8]) for cid, labels in choices.items()]
 
 
 # -- one episode ------------------------------------------------------------------------------------
 @dataclass
 class Transcript:
     episode: dict[str, Any]
-    turns: list[dict[str, Any]]
+    turns: list[dict[str, Any]]  # transcript_turns rows: by_model marks the model's own replies
     calls: list[dict[str, Any]]  # every HTTP attempt of the episode (agent and judge)
     others: list[dict[str, Any]] = field(default_factory=list)  # other stored attempts of the same episode id
     state: str = ""  # running | unfinished: an episode not finished yet (its turns so far, from live_turns)
@@ -243,8 +282,8 @@ def transcript(res: Results, episode_id: str, run_id: str = "", file: str = "") 
             frame = frame.filter(pl.col("source_file") == str(res.paths[index]))
         return frame.filter(pl.col("run_id") == run_id) if run_id else frame
 
-    rows = pick(res.sql("SELECT * FROM episodes WHERE episode_id = ? ORDER BY finished_at DESC NULLS LAST", [episode_id]))
-    live = pick(res.sql("SELECT * FROM live_turns WHERE episode_id = ? ORDER BY run_id, seq", [episode_id]))
+    rows = pick(res.sql(EPISODE_ROWS, [episode_id]))
+    live = pick(res.sql("SELECT * FROM live_transcript_turns WHERE episode_id = ? ORDER BY run_id, seq", [episode_id]))
     if not live.is_empty() and (run_id or rows.is_empty() or live["run_id"][0] not in rows["run_id"].to_list()):
         return _unfinished(res, live, rows)
     if rows.is_empty():
@@ -255,7 +294,7 @@ def transcript(res: Results, episode_id: str, run_id: str = "", file: str = "") 
         raise ViewError(f"episode {episode_id!r} has no attempt in run {run_id or '?'} of the file(s) asked for", status=404)
     ep = rows.row(0, named=True)
     key = [ep["run_id"], ep["episode_id"], ep["source_file"]]
-    turns = res.sql("SELECT * FROM turns WHERE run_id = ? AND episode_id = ? AND source_file = ? ORDER BY seq", key)
+    turns = res.sql("SELECT * FROM transcript_turns WHERE run_id = ? AND episode_id = ? AND source_file = ? ORDER BY seq", key)
     calls = res.sql("SELECT * FROM model_calls WHERE run_id = ? AND episode_id = ? AND source_file = ? "
                     "ORDER BY turn, started_at, attempt", key)
     others = [r for r in rows.iter_rows(named=True) if (r["run_id"], r["source_file"]) != (ep["run_id"], ep["source_file"])]
@@ -297,6 +336,7 @@ class FileLive:
     usage: pl.DataFrame  # analytics.operations.usage_table (finished episodes' calls) with cost_usd
     in_progress: pl.DataFrame  # episodes with turns but no end yet (live_turns): the latest IN_PROGRESS_SHOWN
     in_progress_total: int
+    stopped: list[str] = field(default_factory=list)  # a file no run writes: runs that did not finish, what a resume re-runs
 
 
 IN_PROGRESS_SHOWN = 30
@@ -311,7 +351,8 @@ def live(res: Results, source: Source) -> list[FileLive]:
         counts: dict[tuple[str, str], dict[str, int]] = {}
         for r in summary.iter_rows(named=True):
             counts.setdefault((r["model"], r["env"]), {})[r["status"]] = r["n"]
-        usage = _file_usage(res, path, source)
+        facts = _file_memo(res, path, source, "live-facts", _live_facts)
+        usage = facts.usage
         cost = usage["cost_usd"].drop_nulls().sum() if usage["cost_usd"].drop_nulls().len() else None
         if status is not None:
             streams = [Stream(s.model, s.env, s.done, s.total, s.in_flight, dict(s.statuses)) for s in status.streams]
@@ -328,44 +369,74 @@ def live(res: Results, source: Source) -> list[FileLive]:
                 SELECT count(*) AS calls, count(*) FILTER (WHERE attempt > 1) AS retries,
                        count(*) FILTER (WHERE error IS NOT NULL) AS errors,
                        count(*) FILTER (WHERE http_status = 429) AS http_429,
-                       coalesce(sum(input_tokens), 0) AS input_tokens, coalesce(sum(output_tokens), 0) AS output_tokens,
-                       epoch(max(started_at)) - epoch(min(started_at)) AS span_s
+                       coalesce(sum(input_tokens), 0) AS input_tokens, coalesce(sum(output_tokens), 0) AS output_tokens
                 FROM model_calls WHERE source_file = ?
                 """,
                 [name],
             ).row(0, named=True)
-            span = ops.pop("span_s") or 0.0
-            figures = {**ops, "calls_per_s": ops["calls"] / span if span > 0 else None, "eta_s": None, "cost_usd": cost}
+            seconds = facts.states["wall_s"].sum() if facts.states.height else 0.0
+            figures = {**ops, "calls_per_s": ops["calls"] / seconds if seconds else None, "eta_s": None, "cost_usd": cost}
+        figures["rerun"] = int(facts.resume["episodes"].sum()) if facts.resume.height else 0
+        figures["stopped"] = status is None and (figures["rerun"] > 0 or facts.states.filter(pl.col("state") != "finished").height > 0)
         in_progress = res.sql(
             "SELECT run_id, episode_id, model, env, max(turn) AS turns, max(created_at) AS last_at, count(*) OVER () AS total "
             f"FROM live_turns WHERE source_file = ? GROUP BY ALL ORDER BY last_at DESC NULLS LAST LIMIT {IN_PROGRESS_SHOWN}",
             [name],
         )
         total = int(in_progress["total"][0]) if in_progress.height else 0
-        out.append(FileLive(name, status is not None, streams, figures, usage, in_progress.drop("total"), total))
+        lines = notes.run_state_lines(facts.states.with_columns(pl.lit(False).alias("live")), facts.resume) if status is None else []
+        out.append(FileLive(name, status is not None, streams, figures, usage, in_progress.drop("total"), total, lines))
     return out
 
 
-def _file_usage(res: Results, path: Path, source: Source) -> pl.DataFrame:
-    """operations.usage_table of one file (memoised): with several files open, that file opened on its own."""
+@dataclass
+class _LiveFacts:
+    usage: pl.DataFrame  # operations.usage_table (finished episodes' calls) with cost_usd
+    states: pl.DataFrame  # the run_states view
+    resume: pl.DataFrame  # the resume_work view
+
+
+def _live_facts(res: Results) -> _LiveFacts:
+    return _LiveFacts(operations.usage_table(res), res.run_states, res.resume_work)
+
+
+def _file_memo(res: Results, path: Path, source: Source, name: str, compute: Callable[[Results], T]) -> T:
+    """``compute`` of one file (memoised): with several files open, that file opened on its own."""
     if len(res.paths) == 1:
-        return source.memo(res, "usage", operations.usage_table)
+        return source.memo(res, name, compute)
     with load(path) as own:
-        return source.memo(own, "usage", operations.usage_table)
+        return source.memo(own, name, compute)
 
 
 # -- compare --------------------------------------------------------------------------------------
 @dataclass
 class CompareView:
     files: list[str]
-    models: list[list[str]]  # per file
+    sides: list[list[compare_mod.Side]]  # per file: its models, each in each of its configurations
     fa: int
     fb: int
-    ma: str
-    mb: str
+    a: compare_mod.Side | None
+    b: compare_mod.Side | None
     result: compare_mod.Comparison | None = None
     conflicts: list[str] = field(default_factory=list)
     message: str = ""
+
+    @property
+    def ma(self) -> str:
+        return self.a.model if self.a else ""
+
+    @property
+    def mb(self) -> str:
+        return self.b.model if self.b else ""
+
+
+def _choose(sides: list[compare_mod.Side], model: str, config: str, other: compare_mod.Side | None) -> compare_mod.Side | None:
+    """The side of ``model`` in ``config`` (a config id; else the model's first configuration that is not ``other``)."""
+    mine = [s for s in sides if s.model == model] if model else [s for s in sides if s != other]
+    exact = [s for s in mine if s.config_id == config]
+    if exact:
+        return exact[0]
+    return next((s for s in mine if s != other), mine[0] if mine else None)
 
 
 def comparison(res: Results, query: Mapping[str, str], source: Source) -> CompareView:
@@ -373,40 +444,44 @@ def comparison(res: Results, query: Mapping[str, str], source: Source) -> Compar
     fa = _file_index(query.get("fa", ""), paths, "fa") or 0
     fb_index = _file_index(query.get("fb", ""), paths, "fb")
     fb = fb_index if fb_index is not None else (1 if len(paths) > 1 and not query.get("mb") else fa)
-    per_file = [sorted(res.sql("SELECT DISTINCT model FROM episodes WHERE source_file = ?", [str(p)])["model"].to_list())
-                for p in paths]
+    per_file = [source.memo(res, "sides", lambda _, p=p: _file_sides(res, p), str(p)) for p in paths]
     ma, mb = query.get("ma", ""), query.get("mb", "")
-    if not ma and per_file[fa]:
-        ma = per_file[fa][0]
-    if not mb:
-        others = [m for m in per_file[fb] if fa != fb or m != ma]
-        mb = others[0] if others else ""
-    view = CompareView([str(p) for p in paths], per_file, fa, fb, ma, mb)
-    if not ma or not mb:
-        view.message = "Pick two models (of one file or of two files) to compare."
-        return view
     for model, index, side in ((ma, fa, "A"), (mb, fb, "B")):
-        if model not in per_file[index]:
-            raise ViewError(f"model {model!r} ({side}) is not in {paths[index]}; it has: {', '.join(per_file[index]) or 'no episodes'}")
-    if fa == fb and ma == mb:
-        view.message = "A and B are the same model of the same file: pick another model or file for one side."
+        models = sorted({s.model for s in per_file[index]})
+        if model and model not in models:
+            raise ViewError(f"model {model!r} ({side}) is not in {paths[index]}; it has: {', '.join(models) or 'no episodes'}")
+    a = _choose(per_file[fa], ma, query.get("ca", ""), None)
+    b = _choose(per_file[fb], mb, query.get("cb", ""), a if fa == fb else None)
+    view = CompareView([str(p) for p in paths], per_file, fa, fb, a, b)
+    if a is None or b is None:
+        view.message = "Pick two models (of one file or of two files), or one model in two configurations, to compare."
         return view
-    view.result, view.conflicts = source.memo(res, "compare", lambda _: _compare(paths[fa], paths[fb], ma, mb), fa, fb, ma, mb)
+    if fa == fb and a == b:
+        view.message = "A and B are the same model of the same file: pick another model, configuration or file for one side."
+        return view
+    view.result, view.conflicts = source.memo(res, "compare", lambda _: _compare(paths[fa], paths[fb], a, b), fa, fb, a, b)
     return view
 
 
-def _compare(path_a: Path, path_b: Path, ma: str, mb: str) -> tuple[compare_mod.Comparison, list[str]]:
+def _file_sides(res: Results, path: Path) -> list[compare_mod.Side]:
+    """The sides of one file (with several files open, that file opened on its own: its configurations, never pooled:
+    a comparison pairs one configuration with another)."""
+    if len(res.paths) == 1 and not res.pooled:
+        return compare_mod.sides(res)
+    with load(path) as own:
+        return compare_mod.sides(own)
+
+
+def _compare(path_a: Path, path_b: Path, a: compare_mod.Side, b: compare_mod.Side) -> tuple[compare_mod.Comparison, list[str]]:
     """Compare with analytics.compare on each side's own file (so one model in two files pairs up)."""
     with load(path_a) as res_a:
         same = path_a == path_b
         with load(path_b) if not same else nullcontext(res_a) as res_b:
-            envs_a = set(res_a.sql("SELECT DISTINCT env FROM episodes WHERE model = ?", [ma])["env"].to_list())
-            envs_b = set(res_b.sql("SELECT DISTINCT env FROM episodes WHERE model = ?", [mb])["env"].to_list())
-            envs = sorted(envs_a & envs_b)
-            conflicts = settings_conflicts(model_settings(res_a, ma, envs), model_settings(res_b, mb, envs))
-            label_a = ma if ma != mb else f"{ma} ({path_a.name})"
-            label_b = mb if ma != mb else f"{mb} ({path_b.name})"
-            return compare_mod.compare_results(res_a, res_b, ma, mb, label_a, label_b), conflicts
+            conflicts = settings_difference(res_a, res_b, a, b)
+            label_a, label_b = a.name, b.name
+            if label_a == label_b:
+                label_a, label_b = f"{label_a} ({path_a.name})", f"{label_b} ({path_b.name})"
+            return compare_mod.compare_results(res_a, res_b, a, b, label_a, label_b), conflicts
 
 
 # -- SQL ------------------------------------------------------------------------------------------

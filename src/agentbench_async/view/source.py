@@ -101,22 +101,23 @@ def _follow_parent(parent: int) -> None:
     threading.Thread(target=watch, name="agentbench-view-parent", daemon=True).start()
 
 
-def _compute(compute: Callable[[Results], T], paths: list[Path]) -> T:
-    with load(paths) as res:
+def _compute(compute: Callable[[Results], T], paths: list[Path], pool: bool = False) -> T:
+    with load(paths, pool=pool) as res:
         return compute(res)
 
 
 class Source:
     """The files given to ``agentbench view``; ``await source.run(fn)`` calls ``fn(results)`` in a worker."""
 
-    def __init__(self, paths: Sequence[Path], workers: int = 4) -> None:
+    def __init__(self, paths: Sequence[Path], workers: int = 4, *, pool: bool = False) -> None:
         self.paths = [Path(p) for p in paths]
+        self.pooled = pool  # configurations of a model x env merged into one row (``agentbench view --pool``)
         self._pool = ThreadPoolExecutor(workers, thread_name_prefix="agentbench-view")
         self._memo = _Memo()
 
     def check(self) -> None:
         """Open the files once, so a wrong path or a file that is not a result file fails at start."""
-        with load(self.paths):
+        with load(self.paths, pool=self.pooled):
             pass
 
     async def run(self, fn: Callable[[Results], T], paths: Sequence[Path] | None = None) -> T:
@@ -125,7 +126,7 @@ class Source:
         return await loop.run_in_executor(self._pool, self._call, fn, list(paths or self.paths))
 
     def _call(self, fn: Callable[[Results], T], paths: list[Path]) -> T:
-        with load(paths) as res:
+        with load(paths, pool=self.pooled) as res:
             return fn(res)
 
     def memo(self, res: Results, name: str, compute: Callable[[Results], T], *args: Hashable) -> T:
@@ -140,7 +141,7 @@ class Source:
         module-level function (it is pickled by name)."""
         paths = list(res.paths)
         return self._memo.ready((name, (), data_version(res)),
-                                lambda: _helper().submit(_compute, compute, paths).result(), self._pool)
+                                lambda: _helper().submit(_compute, compute, paths, self.pooled).result(), self._pool)
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)

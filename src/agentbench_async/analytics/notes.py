@@ -1,0 +1,56 @@
+"""The sentences a report prints beside its tables (terminal, HTML and the viewer say the same): runs that have not
+finished and what a resume re-runs, configurations kept apart or pooled, solved episodes whose status word is not
+'completed'."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from ..wording import counted, moment
+from .configs import several, shown
+
+
+def run_state_lines(states: pl.DataFrame | None, resume: pl.DataFrame | None) -> list[str]:
+    """Lines for runs that have not finished (one writing the file now, one interrupted, one stopped without an end)
+    and what a resume would re-run (``operations.run_states``, the ``resume_work`` view); none when every run
+    finished and nothing is left to re-run."""
+    lines = []
+    for r in (states if states is not None else pl.DataFrame()).iter_rows(named=True):
+        done = counted(r["episodes"], "episode")
+        if r.get("live"):
+            lines.append(f"run {r['run_id']} is writing this file now: this is a snapshot of the {done} it finished so far, "
+                         "not a final result")
+        elif r["state"] == "interrupted":
+            lines.append(f"run {r['run_id']} was interrupted (Ctrl-C) at {moment(r['finished_at'])} after {done}")
+        elif r["state"] == "not finished":
+            lines.append(f"run {r['run_id']} did not finish: no end was recorded (its process was stopped or killed; last "
+                         f"activity {moment(r['last_activity'])}) after {done}")
+    rerun = resume if resume is not None else pl.DataFrame()
+    if not rerun.is_empty():
+        per_status = rerun.group_by("status").agg(pl.col("episodes").sum()).sort("status")
+        what = ", ".join(f"{n:,} {s}" for s, n in per_status.iter_rows())
+        lines.append(f"running the same command again resumes: it re-runs {counted(int(per_status['episodes'].sum()), 'episode')} "
+                     f"({what}) and any task not started yet")
+    return lines
+
+
+def config_lines(table: pl.DataFrame | None, pooled: bool) -> list[str]:
+    """What the report did with several configurations of one model x environment (rows kept apart, or pooled)."""
+    if table is None or table.is_empty():
+        return []
+    if pooled:
+        merged = [f"{r['model']} · {r['env']}" for r in table.iter_rows(named=True) if r["config"]]
+        if not merged:
+            return ["--pool: every model × environment has one configuration; nothing was merged"]
+        return [f"--pool: rows merge several configurations ({', '.join(merged)}); their n counts the episodes of every "
+                "configuration, a task run in two counts twice"]
+    lines = [f"{model} · {env}: {len(labels)} configurations, one row each ({' | '.join(labels)})" for model, env, labels in several(table)]
+    if lines:
+        lines.append("scores are never pooled across configurations; agentbench report --pool merges them anyway")
+    return lines
+
+
+def solved_lines(solved: pl.DataFrame | None) -> list[str]:
+    """Solved episodes whose status word (upstream's) is not 'completed' (``failures.solved_notes``): how they ended."""
+    return [f"{shown(r)} · {r['env']}: {counted(r['episodes'], 'solved episode')} {r['outcome_note']} (status {r['status']})"
+            for r in (solved if solved is not None else pl.DataFrame()).iter_rows(named=True)]
