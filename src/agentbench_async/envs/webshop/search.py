@@ -96,8 +96,9 @@ class SearchIndex:
         self.ids = ids
         self._vocab = vocab
         # ties: the id field's sorted doc values (UTF-8 bytes, ascending)
+        self._by_tie_rank = np.array(sorted(range(self.size), key=lambda i: ids[i].encode("utf-8")), dtype=np.int64)
         self._tie_rank = np.empty(self.size, dtype=np.int64)
-        self._tie_rank[sorted(range(self.size), key=lambda i: ids[i].encode("utf-8"))] = np.arange(self.size)
+        self._tie_rank[self._by_tie_rank] = np.arange(self.size)
         terms_arr = np.asarray(term_ids, dtype=np.int64)
         order = np.argsort(terms_arr, kind="stable")
         self._offsets = np.searchsorted(terms_arr[order], np.arange(len(vocab) + 1))
@@ -119,7 +120,7 @@ class SearchIndex:
         """(positions of the documents matching the query, their float32 scores), in no particular order."""
         clauses = Counter(t for t in self.analyzer.terms(query) if t in self._vocab)
         if not clauses:
-            return np.empty(0, dtype=np.int32), np.empty(0, dtype=np.float32)
+            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
         docs, parts = [], []
         for term, boost in clauses.items():
             t = self._vocab[term]
@@ -128,22 +129,26 @@ class SearchIndex:
             docs.append(self._docs[start:end])
             parts.append(weight - weight / (_F32(1) + self._tf_norm[start:end]))
         if len(docs) == 1:
-            return docs[0], parts[0]
-        all_docs = np.concatenate(docs)
+            return docs[0].astype(np.int64), parts[0]
         # Lucene's BooleanScorer adds the clause scores in a double, then casts to float
-        total = np.bincount(all_docs, weights=np.concatenate(parts).astype(np.float64), minlength=self.size)
-        hits = np.flatnonzero(np.bincount(all_docs, minlength=self.size))
-        return hits.astype(np.int32), total[hits].astype(np.float32)
+        total = np.bincount(np.concatenate(docs), weights=np.concatenate(parts).astype(np.float64), minlength=self.size)
+        # the matches are the documents scoring > 0: a clause scores 0 only if tf * normInverse < 2**-24, a
+        # document ~10**7 times longer than the average
+        hits = np.flatnonzero(total > 0)
+        return hits, total[hits].astype(np.float32)
 
     def search_scored(self, query: str, k: int = TOP_K) -> list[tuple[int, float]]:
         """The (at most ``k``) best (position, Lucene score) pairs: score descending, ties by ASIN ascending."""
         hits, scores = self.scores(query)
-        if len(hits) > k:
-            kth = np.partition(scores, len(scores) - k)[len(scores) - k]
-            keep = scores >= kth  # every document scoring at least the k-th best (ties on the edge too)
-            hits, scores = hits[keep], scores[keep]
-        order = np.lexsort((self._tie_rank[hits], -scores))[:k]
-        return [(int(hits[i]), float(scores[i])) for i in order]
+        # one int64 key per hit orders both ways at once: a positive float32's bits order as its value, and
+        # the low half is the complement of the ASIN's rank
+        keys = (scores.view(np.int32).astype(np.int64) << 32) | (self.size - self._tie_rank[hits])
+        if len(keys) > k:
+            keys = np.partition(keys, len(keys) - k)[len(keys) - k:]
+        keys = np.sort(keys)[::-1]
+        positions = self._by_tie_rank[self.size - (keys & 0xFFFFFFFF)]
+        best = (keys >> 32).astype(np.int32).view(np.float32)
+        return [(int(p), float(s)) for p, s in zip(positions, best)]
 
     def search(self, query: str, k: int = TOP_K) -> list[int]:
         """Positions of the (at most ``k``) best matching documents; only documents sharing a query term."""
