@@ -1,22 +1,35 @@
 """What the bench scripts share: the oracle played over a task list, Python memory held by live sessions, the
-machine's load. (bench/ is on the path when a script in it runs.)"""
+machine's load, the built-in suites' generators. (bench/ is on the path when a script in it runs.)"""
 
 from __future__ import annotations
 
 import asyncio
 import gc
+import importlib.util
 import os
 import sys
 import time
 import tracemalloc
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 if TYPE_CHECKING:
     from agentbench_async.records import EpisodeRecord
+
+
+def load_generator(env: str) -> ModuleType:
+    """``environments/<env>/generate.py`` (the built-in suite's generator) imported as a module."""
+    path = Path(__file__).resolve().parents[1] / "environments" / env / "generate.py"
+    spec = importlib.util.spec_from_file_location(f"{env}_generate", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while the file executes
+    spec.loader.exec_module(module)
+    return module
 
 
 def load_average() -> str:

@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
-import importlib.util
 import subprocess
 import sys
 import tempfile
@@ -31,7 +30,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from agentbench_async.envs.base import EpisodeContext  # noqa: E402
 from agentbench_async.envs.webshop import WebShopEnvironment  # noqa: E402
-from _support import play_oracle, traced_growth  # noqa: E402
+from _support import load_generator, play_oracle, traced_growth  # noqa: E402
 
 N_GOALS = 300
 
@@ -41,15 +40,6 @@ def _status_mb(field: str) -> float:
         if line.startswith(field + ":"):
             return int(line.split()[1]) / 1024
     return float("nan")
-
-
-def _generator():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("webshop_generate", ROOT / "environments" / "webshop" / "generate.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 async def _throughput(env: WebShopEnvironment, tasks: list, concurrency: int, mode: str) -> None:  # type: ignore[type-arg]
@@ -135,7 +125,7 @@ def main() -> None:
         folder = args.child or args.webshop_data
         asyncio.run(measure(folder, args.concurrency, args.live, args.mode, args.goals))
         return
-    generator = _generator()
+    generator = load_generator("webshop")
     common = ["--concurrency", *map(str, args.concurrency), "--live", str(args.live), "--mode", args.mode]
     for size in args.sizes:
         with tempfile.TemporaryDirectory(prefix=f"webshop-{size}-") as tmp:

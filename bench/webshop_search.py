@@ -31,19 +31,10 @@ sys.path.insert(0, str(ROOT / "src"))
 from agentbench_async.envs.webshop import search as current  # noqa: E402
 from agentbench_async.envs.webshop.catalog import Catalog, load_catalog  # noqa: E402
 from agentbench_async.envs.webshop.tasks import builtin_dir  # noqa: E402
-from _support import load_average  # noqa: E402
+from _support import load_average, load_generator  # noqa: E402
 
 FIXTURE = ROOT / "tests" / "fixtures" / "webshop_anserini" / "ranks.json"
 N_GOALS = 300
-
-
-def _generator() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("webshop_generate", ROOT / "environments" / "webshop" / "generate.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def _old_module(rev: str) -> ModuleType:
@@ -109,7 +100,7 @@ def main() -> None:
         if size == 1200:
             catalog, label = load_catalog(builtin_dir()), "built-in catalogue"
         else:
-            generator = _generator()
+            generator = load_generator("webshop")
             with tempfile.TemporaryDirectory(prefix=f"webshop-{size}-") as tmp:
                 generator.write(Path(tmp), generator.build(n_products=size, n_goals=N_GOALS))
                 catalog, label = load_catalog(Path(tmp)), "generated"
