@@ -340,7 +340,9 @@ def _pddl_id(kind: str, number: int, count: int) -> str:
 
 
 def _location(thing: Thing) -> str:
-    return f"loc_bar_{thing.kind}_{thing.number}"
+    # no "basin" in a location id: ALFWorld's demangler appends "basin" to the name of any id containing it, so
+    # loc_bar_sinkbasin_1 was shown as "You arrive at locbasin 1." (which the observation clean-up does not cut)
+    return f"loc_bar_{thing.kind.removesuffix('basin')}_{thing.number}"
 
 
 def pddl_problem(name: str, room: Room, spec: TaskSpec) -> str:

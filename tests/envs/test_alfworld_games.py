@@ -104,6 +104,16 @@ async def test_real_observations_and_action_lists(env: ALFWorldEnvironment) -> N
         assert step.outcome is not None and step.outcome.status == st.COMPLETED and step.outcome.score == 1.0
     finally:
         await session.close()
+    # a basin's arrival line is cut like any other ("You arrive at locbasin 1." was shown before the generator fix)
+    task = next(t for t in env.tasks("dev") if t.data["type"] == "pick_clean_then_place")
+    session = await env.open_session(task, EpisodeContext(episode_id="basin", action_mode="text"))
+    try:
+        await session.begin()
+        step = await session.step(ModelReply(content="ACTION: go to sinkbasin 1"))
+        assert step.observation[0]["content"].startswith("On the sinkbasin 1, you see ")
+    finally:
+        await session.close()
+    assert "You arrive at" not in (builtin_root() / "prompts.json").read_text()
 
 
 async def test_workers_say_what_plain_textworld_says(env: ALFWorldEnvironment) -> None:

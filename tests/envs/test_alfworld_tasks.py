@@ -40,7 +40,7 @@ def test_agentbench_fc_split_and_what_a_run_records_as_differing(official_data_d
     test = list(fc.tasks("test"))
     assert len(test) == 109 and [Counter(t.data["type"] for t in test)[k] for k in TASK_TYPES] == [9, 5, 27, 29, 18, 21]
     assert fc.count("dev") == 20  # FC has no dev split of its own: v0.2's
-    with pytest.raises(ConfigError, match="official_variant='fc2' is not one of v0.2, fc"):
+    with pytest.raises(ConfigError, match=r"official_variant='fc2' .*v0.2, fc"):
         ALFWorldEnvironment(options={"official_variant": "fc2"})
     def settings(data_dir: object, mode: str) -> list[str]:
         return [d.setting for d in ALFWorldEnvironment.deviations(data_dir, {}, mode)]
