@@ -47,6 +47,9 @@ class WebShopEnvironment(Environment):
     metric: ClassVar[str] = "reward"
     supports_tools: ClassVar[bool] = True
     requires: ClassVar[str] = "nothing (numpy, rapidfuzz); official goals: WebShop's data files via --webshop-data DIR"
+    # goal ranges as v0.2's configs (std 0:200, dev 200:280); upstream's prices were unseeded, so any price_seed given
+    # is named (the default seed is this project's documented difference)
+    result_options: ClassVar[dict[str, Any]] = {"test_range": "0:200", "dev_range": "200:280", "price_seed": None}
 
     def __init__(self, *, data_dir: Path | None = None, options: dict[str, Any] | None = None) -> None:
         super().__init__(data_dir=data_dir, options=options)
