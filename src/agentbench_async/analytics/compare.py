@@ -63,7 +63,7 @@ class Side:
 
 def sides(res: Results) -> list[Side]:
     """Every model x configuration of the opened files, labelled as the report labels OA rows."""
-    table = overall_labels(res, config_table(res))
+    table = overall_labels(config_table(res))
     return [Side(r["model"], r["config_id"], r["config"]) for r in table.sort("model", "config").iter_rows(named=True)]
 
 

@@ -21,7 +21,6 @@ from .loading import Results
 from .run_settings import run_configs
 
 POOLED = "pooled"  # the config_id of every row when the reader pools configurations (loading.load(pool=True))
-CONFIG_COLUMNS = ("model", "env", "config_id", "config", "runs")
 
 
 def _model_entry(config: Mapping[str, Any], model: str) -> dict[str, Any]:
@@ -75,8 +74,11 @@ def labels(configs: Mapping[str, Mapping[str, Any]], runs: Mapping[str, list[str
 
 
 def config_table(res: Results) -> pl.DataFrame:
-    """One row per model x env x configuration with episodes: ``config`` is its label ('' when the model x env
-    has one configuration, 'pooled: N configurations' when pooled), ``runs`` the run ids behind it."""
+    """One row per model x env x configuration with episodes: ``config`` is the configuration's label, what tells it
+    apart from the model's other configurations over all its environments ('' when the model has one; 'pooled: N
+    configurations' when pooled), so a model's rows of one configuration carry one label in every table; ``runs``
+    are the run ids behind the row and ``configurations`` how many distinct run configurations they had (more than
+    one only in a pooled row)."""
     rows = res.sql(
         "SELECT model, env, config_id, run_id, min(r.created_at) AS created_at FROM episode_outcomes "
         "LEFT JOIN (SELECT run_id, min(created_at) AS created_at FROM runs GROUP BY run_id) AS r USING (run_id) "
@@ -86,48 +88,34 @@ def config_table(res: Results) -> pl.DataFrame:
     runs_of: dict[tuple[str, str, str], list[str]] = {}
     for r in rows.iter_rows(named=True):
         runs_of.setdefault((r["model"], r["env"], r["config_id"]), []).append(r["run_id"])
-    out = []
-    for (model, env), keys in _grouped(runs_of).items():
-        if keys == [POOLED]:
-            found = {_fingerprint(config_of.get(run, {})) for run in runs_of[(model, env, POOLED)]}
-            text = f"pooled: {len(found)} configurations" if len(found) > 1 else ""
-            out.append((model, env, POOLED, text, runs_of[(model, env, POOLED)]))
+    models: dict[str, dict[str, list[str]]] = {}  # model -> config_id -> its runs, over all environments
+    for (model, _, cid), runs in runs_of.items():
+        known = models.setdefault(model, {}).setdefault(cid, [])
+        known += [r for r in runs if r not in known]
+    named: dict[tuple[str, str], str] = {}
+    for model, by_config in models.items():
+        if list(by_config) == [POOLED]:
+            found = {_fingerprint(config_of.get(run, {})) for run in by_config[POOLED]}
+            named[(model, POOLED)] = f"pooled: {len(found)} configurations" if len(found) > 1 else ""
             continue
-        configs = {cid: config_of.get(runs_of[(model, env, cid)][-1], {}) for cid in keys}
-        named = labels(configs, {cid: runs_of[(model, env, cid)] for cid in keys}, model, [env])
-        out += [(model, env, cid, named[cid], runs_of[(model, env, cid)]) for cid in keys]
-    schema = {"model": pl.String, "env": pl.String, "config_id": pl.String, "config": pl.String, "runs": pl.List(pl.String)}
-    return pl.DataFrame(out, schema=schema, orient="row")
+        envs = sorted({env for (m, env, _) in runs_of if m == model})
+        configs = {cid: config_of.get(runs[-1], {}) for cid, runs in by_config.items()}
+        named.update({(model, cid): text for cid, text in labels(configs, by_config, model, envs).items()})
+    out = [(model, env, cid, named[(model, cid)], runs, len({_fingerprint(config_of.get(run, {})) for run in runs}))
+           for (model, env, cid), runs in runs_of.items()]
+    schema = {"model": pl.String, "env": pl.String, "config_id": pl.String, "config": pl.String, "runs": pl.List(pl.String),
+              "configurations": pl.Int64}  # fmt: skip
+    return pl.DataFrame(out, schema=schema, orient="row").sort("model", "env", "config")
 
 
-def overall_labels(res: Results, table: pl.DataFrame) -> pl.DataFrame:
-    """model, config_id, config: the OA rows' labels (what tells a model's configurations apart over all its
-    environments), from ``config_table``'s rows."""
-    config_of = run_configs(res)
-    out = []
-    for (model,), group in table.group_by(["model"], maintain_order=True):
-        keys = list(dict.fromkeys(group["config_id"].to_list()))
-        if keys == [POOLED]:
-            out.append((model, POOLED, next((t for t in group["config"].to_list() if t), "")))
-            continue
-        envs = sorted(set(group["env"].to_list()))
-        runs = {cid: [r for rs in group.filter(pl.col("config_id") == cid)["runs"].to_list() for r in rs] for cid in keys}
-        configs = {cid: config_of.get(runs[cid][-1], {}) for cid in keys}
-        named = labels(configs, runs, model, envs)
-        out += [(model, cid, named[cid]) for cid in keys]
-    return pl.DataFrame(out, schema={"model": pl.String, "config_id": pl.String, "config": pl.String}, orient="row")
+def overall_labels(table: pl.DataFrame) -> pl.DataFrame:
+    """model, config_id, config: the labels of a model's configurations (for OA rows and comparison sides)."""
+    return table.select("model", "config_id", "config").unique(maintain_order=True)
 
 
 def _fingerprint(config: Mapping[str, Any]) -> str:
     return json.dumps({k: v for k, v in config.items() if k not in ("out", "limit", "repeats", "max_concurrency", "envs", "ray")},
                       sort_keys=True, default=str)  # fmt: skip
-
-
-def _grouped(runs_of: Mapping[tuple[str, str, str], list[str]]) -> dict[tuple[str, str], list[str]]:
-    grouped: dict[tuple[str, str], list[str]] = {}
-    for model, env, cid in runs_of:
-        grouped.setdefault((model, env), []).append(cid)
-    return grouped
 
 
 def with_labels(frame: pl.DataFrame, table: pl.DataFrame, keys: Iterable[str] = ("model", "env")) -> pl.DataFrame:

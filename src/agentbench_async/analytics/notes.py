@@ -39,7 +39,7 @@ def config_lines(table: pl.DataFrame | None, pooled: bool) -> list[str]:
     if table is None or table.is_empty():
         return []
     if pooled:
-        merged = [f"{r['model']} · {r['env']}" for r in table.iter_rows(named=True) if r["config"]]
+        merged = [f"{r['model']} · {r['env']}" for r in table.iter_rows(named=True) if r["configurations"] > 1]
         if not merged:
             return ["--pool: every model × environment has one configuration; nothing was merged"]
         return [f"--pool: rows merge several configurations ({', '.join(merged)}); their n counts the episodes of every "
