@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from collections.abc import Mapping
@@ -120,31 +121,76 @@ def model_from_dict(raw: Any, where: str) -> ModelConfig:
 
 
 def _check_model(cfg: ModelConfig, where: str) -> None:
+    """Every field of a model: its type, range or choices, one line naming the field and what is valid."""
     if cfg.provider not in PROVIDERS:
         raise ConfigError(f"{where}.provider: {cfg.provider!r} is not one of {', '.join(PROVIDERS)}")
-    for name in ("max_tokens", "max_in_flight", "max_retries"):
+    for name in ("name", "model", "api_key_env"):
         value = getattr(cfg, name)
-        if not isinstance(value, int) or isinstance(value, bool) or value < (0 if name == "max_retries" else 1):
-            raise ConfigError(f"{where}.{name}: expected a positive integer, got {value!r}")
+        if value is not None and (not isinstance(value, str) or not value.strip()):
+            raise ConfigError(f"{where}.{name}: expected a non-empty string, got {value!r}")
+    for name, minimum in (("max_tokens", 1), ("max_in_flight", 1), ("max_retries", 0)):
+        if not _is_int(getattr(cfg, name), minimum):
+            kind = "a positive integer" if minimum else "an integer >= 0"
+            raise ConfigError(f"{where}.{name}: expected {kind}, got {getattr(cfg, name)!r}")
     for name in ("rpm", "tpm", "context_window"):
         value = getattr(cfg, name)
-        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+        if value is not None and not _is_int(value, 1):
             raise ConfigError(f"{where}.{name}: expected a positive integer or nothing, got {value!r}")
-    if not isinstance(cfg.timeout, (int, float)) or cfg.timeout <= 0:
-        raise ConfigError(f"{where}.timeout: expected seconds > 0, got {cfg.timeout!r}")
-    value = cfg.retry_after_max_s
-    if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 <= value < float("inf"):
-        raise ConfigError(f"{where}.retry_after_max_s: expected seconds >= 0 (the longest pause a Retry-After gets), got {value!r}")
-    if cfg.base_url is not None and not str(cfg.base_url).startswith(("http://", "https://")):
+    for name, above, what in (("timeout", True, "seconds > 0"), ("rate_window_s", True, "seconds > 0"),
+                              ("retry_backoff_s", False, "seconds >= 0"), ("retry_backoff_max_s", False, "seconds >= 0"),
+                              ("retry_after_max_s", False, "seconds >= 0 (the longest pause a Retry-After gets)")):  # fmt: skip
+        if not _is_number(getattr(cfg, name), 0, above=above):
+            raise ConfigError(f"{where}.{name}: expected {what}, got {getattr(cfg, name)!r}")
+    _check_temperature(cfg, where)
+    for name in ("task_header", "prompt_caching"):
+        if not isinstance(getattr(cfg, name), bool):
+            raise ConfigError(f"{where}.{name}: expected true or false, got {getattr(cfg, name)!r}")
+    _check_request_fields(cfg, where)
+    if cfg.base_url is not None and not (isinstance(cfg.base_url, str) and cfg.base_url.startswith(("http://", "https://"))):
         raise ConfigError(f"{where}.base_url: {cfg.base_url!r} is not an http(s) URL")
     cfg.check(where)  # reasoning fields, Anthropic thinking constraints, proxy/CA fields
     batch_settings(cfg.batch, where)
     for name in ("price_in", "price_out", "price_cached_in", "price_cache_write"):
         value = getattr(cfg, name)
-        if value is not None and (not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0):
+        if value is not None and not _is_number(value, 0):
             raise ConfigError(f"{where}.{name}: expected USD per 1M tokens (a number >= 0), got {value!r}")
-    if not isinstance(cfg.batch_discount, (int, float)) or isinstance(cfg.batch_discount, bool) or not 0 <= cfg.batch_discount <= 1:
+    if not _is_number(cfg.batch_discount, 0) or cfg.batch_discount > 1:
         raise ConfigError(f"{where}.batch_discount: expected the share a batch request saves, 0 to 1 (0.5 = half price), got {cfg.batch_discount!r}")
+
+
+# The temperature each provider accepts (OpenAI's API reference: 0 to 2; Anthropic's Messages API: 0 to 1).
+TEMPERATURE_RANGES = {"openai": 2.0, "anthropic": 1.0}
+# What a request body is made of: extra_body adds to it, never replaces it.
+_REQUEST_CORE = ("messages", "model", "tools")
+
+
+def _check_temperature(cfg: ModelConfig, where: str) -> None:
+    top = TEMPERATURE_RANGES.get(cfg.provider, 2.0)
+    if cfg.temperature is not None and (not _is_number(cfg.temperature, 0) or cfg.temperature > top):
+        raise ConfigError(f"{where}.temperature: expected a number from 0 to {top:g} ({cfg.provider}) or null (the server's "
+                          f"default), got {cfg.temperature!r}")  # fmt: skip
+
+
+def _check_request_fields(cfg: ModelConfig, where: str) -> None:
+    if not isinstance(cfg.extra_body, dict):
+        raise ConfigError(f"{where}.extra_body: expected a mapping of request fields (e.g. {{top_p: 0.9}}), got {cfg.extra_body!r}")
+    replaced = [k for k in _REQUEST_CORE if k in cfg.extra_body]
+    if replaced:
+        raise ConfigError(f"{where}.extra_body.{replaced[0]}: extra_body adds fields to the request and may not replace "
+                          f"{', '.join(_REQUEST_CORE)} (set 'model' as the model's own field)")  # fmt: skip
+    if not isinstance(cfg.headers, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in cfg.headers.items()):
+        raise ConfigError(f"{where}.headers: expected a mapping of header names to text values, got {cfg.headers!r}")
+
+
+def _is_int(value: Any, minimum: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= minimum
+
+
+def _is_number(value: Any, minimum: float, *, above: bool = False) -> bool:
+    """A finite int or float (not a bool) at least ``minimum`` (above it, when ``above``)."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
+        return False
+    return value > minimum if above else value >= minimum
 
 
 def load_config_file(path: Path) -> dict[str, Any]:
@@ -219,6 +265,12 @@ def build_config(raw: dict[str, Any], *, where: str = "config") -> RunConfig:
     env_options = raw.get("env_options") or {}
     if not isinstance(env_options, dict) or not all(isinstance(v, dict) for v in env_options.values()):
         raise ConfigError(f"{where}: env_options must map environment names to mappings of options")
+    for env, options in env_options.items():  # every option against its environment's declarations, now
+        try:
+            cls = env_class(env)
+        except AgentBenchError as exc:
+            raise ConfigError(f"{where}: env_options: {exc}") from None
+        cls.check_options(options)
     judge = model_from_dict(raw["judge"], f"{where}: judge") if raw.get("judge") else None
     return RunConfig(
         out=out,

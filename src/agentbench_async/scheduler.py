@@ -27,7 +27,7 @@ from .config import RunConfig
 from .envs import make_env
 from .envs.base import Environment
 from .episode import AgentFn, EpisodeCancelled, EpisodeSpec, run_episode
-from .errors import AgentBenchError, EnvUnavailableError, StoreError
+from .errors import AgentBenchError, ConfigError, EnvUnavailableError, StoreError, TaskFileError
 from .mock.policy import CALLER_HEADER, EPISODE_HEADER, TASK_HEADER
 from .models import ModelClient, ModelConfig, open_client
 from .models.batches import BatchClient, batch_settings
@@ -148,6 +148,10 @@ class Evaluation:
                 env_counts = {model.name: self._count(env, model.name, done) for model in cfg.models}
                 try:
                     await self._start_env(env)
+                except (ConfigError, TaskFileError):  # the user's option or file: one line before any call, exit 2
+                    with contextlib.suppress(Exception):
+                        await self._close_env(env)
+                    raise
                 except EnvUnavailableError as exc:
                     if not self.skip_unavailable_envs:
                         raise

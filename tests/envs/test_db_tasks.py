@@ -10,7 +10,7 @@ import pytest
 
 from agentbench_async.envs.db import DBEnvironment
 from agentbench_async.envs.db.tasks import builtin_path
-from agentbench_async.errors import TaskFileError
+from agentbench_async.errors import ConfigError, TaskFileError
 from support import load_generator
 
 
@@ -106,5 +106,5 @@ def test_official_fc_variant_loads_the_fixed_std_copy(official_data_dir: Path) -
     assert len(test) == 300 and env.count("dev") == 60
     columns = [c["name"] for c in test[13].data["table"]["table_info"]["columns"]]
     assert len(columns) == len(set(columns))  # v0.2's duplicate 'Score' columns are renamed in FC
-    with pytest.raises(TaskFileError, match="official_variant"):
+    with pytest.raises(ConfigError, match="official_variant=.v9. must be one of v0.2, fc"):
         list(DBEnvironment(data_dir=official_data_dir, options={"official_variant": "v9"}).tasks("test"))

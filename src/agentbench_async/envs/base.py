@@ -25,13 +25,14 @@ Rules for implementers:
 from __future__ import annotations
 
 import abc
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from ..settings import Deviation
 from ..types import Message, ModelReply
+from .options import Option, check_options
 
 ActionMode = Literal["text", "tools"]
 Split = Literal["dev", "test"]
@@ -169,6 +170,17 @@ class Environment(abc.ABC):
     # True when the built-in suites are AgentBench's own tasks (card_game generates its samples in code, as
     # upstream does): a run on them is not flagged as "not the paper's tasks".
     builtin_is_official: ClassVar[bool] = False
+    # The options this environment accepts (``--env-option ENV.KEY=VALUE``, ``env_options:``): name -> Option (kind,
+    # bounds or choices, meaning). The run checks them when its config is read (``check_options``). None: not
+    # declared, nothing is checked before the environment reads them itself.
+    option_specs: ClassVar[Mapping[str, Option] | None] = None
+
+    @classmethod
+    def check_options(cls, options: Mapping[str, Any]) -> dict[str, Any]:
+        """The options read with ``option_specs``: unknown names and bad values are a ConfigError in one line."""
+        if cls.option_specs is None:
+            return dict(options)
+        return check_options(cls.name, cls.option_specs, options)
 
     @classmethod
     def plays_official_tasks(cls, data_dir: object, options: dict[str, Any]) -> bool:
@@ -188,6 +200,14 @@ class Environment(abc.ABC):
     def __init__(self, *, data_dir: Path | None = None, options: dict[str, Any] | None = None) -> None:
         self.data_dir = data_dir
         self.options = dict(options or {})
+
+    def option(self, key: str, default: Any = None) -> Any:
+        """Option ``key`` (``default`` when not given) read with its declaration in ``option_specs``."""
+        value = self.options.get(key, default)
+        specs = self.option_specs
+        if value is None or specs is None or key not in specs:
+            return value
+        return specs[key].read(self.name, key, value)
 
     @property
     def capacity(self) -> int:

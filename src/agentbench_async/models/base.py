@@ -33,6 +33,8 @@ from .wire import dumps_body, loads_body
 
 RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 REASONING_HANDLING = ("separate", "raw")
+# reasoning_effort as OpenAI's API reference documents it (ReasoningEffort: which models take which is the model's own rule)
+REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
 _LENGTH_REASONS = frozenset({"length", "max_tokens"})
 
 
@@ -68,7 +70,7 @@ class ModelConfig:
     # OpenAI-compatible: the request field carrying max_tokens; None = max_completion_tokens for OpenAI's
     # own API (api.openai.com, *.openai.azure.com), max_tokens for every other server
     max_tokens_param: str | None = None
-    reasoning_effort: str | None = None  # OpenAI reasoning models: minimal | low | medium | high ...
+    reasoning_effort: str | None = None  # OpenAI reasoning models: none | minimal | low | medium | high | xhigh
     thinking: dict[str, Any] | None = None  # Anthropic extended thinking: {type: enabled, budget_tokens: N}
     reasoning_handling: str = "separate"  # separate: thinking kept out of the reply | raw: AgentBench's behaviour
     proxy: str | None = None  # http:// proxy for this model (overrides HTTP(S)_PROXY/NO_PROXY)
@@ -100,10 +102,11 @@ class ModelConfig:
         if self.reasoning_handling not in REASONING_HANDLING:
             raise ConfigError(f"{where}.reasoning_handling: {self.reasoning_handling!r} is not one of {', '.join(REASONING_HANDLING)}")
         if self.reasoning_effort is not None:
-            if not isinstance(self.reasoning_effort, str) or not self.reasoning_effort:
-                raise ConfigError(f"{where}.reasoning_effort: expected a word such as low, medium or high, got {self.reasoning_effort!r}")
             if self.provider == "anthropic":
                 raise ConfigError(f"{where}.reasoning_effort: Anthropic has no reasoning_effort; use thinking: {{type: enabled, budget_tokens: N}}")
+            if self.reasoning_effort not in REASONING_EFFORTS:
+                raise ConfigError(f"{where}.reasoning_effort: {self.reasoning_effort!r} is not one of {', '.join(REASONING_EFFORTS)} "
+                                  "(OpenAI's values; another server's own word goes in extra_body: {reasoning_effort: WORD})")  # fmt: skip
         if self.thinking is not None:
             self._check_thinking(where)
         for name in ("proxy", "ca_bundle"):

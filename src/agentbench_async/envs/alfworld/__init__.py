@@ -24,9 +24,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ...errors import ConfigError, EnvUnavailableError
+from ...errors import EnvUnavailableError
 from ...settings import Deviation
 from ..base import Environment, EpisodeContext, Session, Task
+from ..options import Option
 from ..upstream_prompts import wording_deviations
 from .engine import GamePool
 from .prompts import Prompts, load_prompts
@@ -45,14 +46,18 @@ class ALFWorldEnvironment(Environment):
     supports_tools: ClassVar[bool] = True  # AgentBench FC: one function, take_action(action)
     requires: ClassVar[str] = "the alfworld extra (alfworld, textworld); official games: ALFWorld's json_2.1.1 data via --alfworld-data DIR"
     result_options: ClassVar[dict[str, Any]] = {"official_variant": "v0.2"}  # fc: AgentBench FC's new_std test split
+    option_specs: ClassVar[dict[str, Option]] = {
+        "alfworld_data": Option("text", "ALFWorld's data folder"),
+        "workers": Option("int", "game-engine processes"),
+        "capacity": Option("int", "episodes at once"),
+        "official_variant": Option("choice", "v0.2's test split, or AgentBench FC's new_std", choices=VARIANTS),
+    }
 
     def __init__(self, *, data_dir: Path | None = None, options: dict[str, Any] | None = None) -> None:
         super().__init__(data_dir=data_dir, options=options)
-        self._workers = self._int_option("workers", min(4, os.cpu_count() or 1))
-        self._capacity = self._int_option("capacity", _DEFAULT_CAPACITY)
-        self._variant = str(self.options.get("official_variant", "v0.2"))
-        if self._variant not in VARIANTS:
-            raise ConfigError(f"alfworld: option official_variant={self._variant!r} is not one of {', '.join(VARIANTS)}")
+        self._workers: int = self.option("workers", min(4, os.cpu_count() or 1))
+        self._capacity: int = self.option("capacity", _DEFAULT_CAPACITY)
+        self._variant: str = self.option("official_variant", "v0.2")
         self._pool: GamePool | None = None
         self._examples: dict[str, list[str]] | None = None
         self._prompts: Prompts | None = None
@@ -69,16 +74,6 @@ class ALFWorldEnvironment(Environment):
         return wording_deviations("alfworld", data_dir, action_mode, upstream="upstream's instruction, acknowledgement and examples",
                                   text="the project's own instruction, acknowledgement and one-shot examples",
                                   tools="the project's own take_action description")  # fmt: skip
-
-    def _int_option(self, key: str, default: int) -> int:
-        raw = self.options.get(key, default)
-        try:
-            value = int(raw)
-        except (TypeError, ValueError):
-            raise ConfigError(f"alfworld: option {key!r} must be an integer, got {raw!r}") from None
-        if value < 1:
-            raise ConfigError(f"alfworld: option {key!r} must be at least 1, got {value}")
-        return value
 
     @property
     def capacity(self) -> int:

@@ -30,7 +30,7 @@ from typing import Any, ClassVar
 
 from ...errors import ConfigError
 from ..base import Environment, EpisodeContext, Session, Task
-from ..options import bool_option, int_option
+from ..options import Option, bool_option, int_option
 from .agentbench_session import AgentBenchSession, TimeLimits
 from .engine import STATE_LIMIT
 from .protocol import MAX_TRIES
@@ -54,6 +54,12 @@ class CardGameEnvironment(Environment):
     # upstream fixes test_time per split (3 dev, 5 std); another value plays other games than the paper's
     result_options: ClassVar[dict[str, Any]] = {"test_time": None, "fixes": "false", "decision_seconds": 300, "game_seconds": 600}
     builtin_is_official: ClassVar[bool] = True  # the built-in samples are upstream's generation itself
+    option_specs: ClassVar[dict[str, Option]] = {
+        "test_time": Option("int", "games per opponent and seat"),
+        "fixes": Option("bool"),
+        "decision_seconds": Option("int", "model time per decision, 0 for none", minimum=0),
+        "game_seconds": Option("int", "model time per game, 0 for none", minimum=0),
+    }
 
     def __init__(self, *, data_dir: Path | None = None, options: dict[str, Any] | None = None) -> None:
         super().__init__(data_dir=data_dir, options=options)

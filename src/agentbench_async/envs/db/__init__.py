@@ -29,9 +29,9 @@ from typing import Any, ClassVar
 
 import pymysql
 
-from ...errors import ConfigError, EnvUnavailableError
+from ...errors import EnvUnavailableError
 from ..base import Environment, EpisodeContext, Session, Task
-from ..options import int_option
+from ..options import Option
 from .backend import Backend
 from .protocol import MAX_OPERATIONS
 from .server import DEFAULT_TMP_MB, PrivateMariaDB, parse_db_url, probe_flavour
@@ -42,12 +42,6 @@ _DEFAULT_TIMEOUT = 10.0
 _DEFAULT_CAPACITY = 64
 
 
-def _flag(value: Any) -> bool:
-    if isinstance(value, str):
-        return value.strip().lower() not in ("0", "false", "no", "off", "")
-    return bool(value)
-
-
 class DBEnvironment(Environment):
     name: ClassVar[str] = "db"
     description: ClassVar[str] = "Database (DBBench): answer questions about a MySQL table or modify it with SQL"
@@ -56,6 +50,17 @@ class DBEnvironment(Environment):
     metric: ClassVar[str] = "success rate"
     supports_tools: ClassVar[bool] = True
     requires: ClassVar[str] = "MariaDB server (apt-get install mariadb-server), or a MySQL server via --db-url"
+    option_specs: ClassVar[dict[str, Option]] = {
+        "db_url": Option("url", "a MySQL/MariaDB server instead of a private one", schemes=("mysql", "mariadb")),
+        "statement_timeout": Option("number", "seconds one agent statement may run", minimum=0),
+        "capacity": Option("int", "episodes at once"),
+        "mariadbd": Option("text", "path of the server binary"),
+        "mariadb_install_db": Option("text", "path of mariadb-install-db"),
+        "port": Option("int", "also listen on 127.0.0.1:PORT", maximum=65535),
+        "official_variant": Option("choice", "v0.2's std, or AgentBench FC's copy", choices=("v0.2", "fc")),
+        "datadir_cache": Option("bool"),
+        "tmp_mb": Option("int", "MB of the server's temp-file tmpfs; 0: uncapped", minimum=0),
+    }
 
     def __init__(self, *, data_dir: Path | None = None, options: dict[str, Any] | None = None) -> None:
         super().__init__(data_dir=data_dir, options=options)
@@ -65,35 +70,23 @@ class DBEnvironment(Environment):
 
     @property
     def capacity(self) -> int:
-        return self._int_option("capacity", _DEFAULT_CAPACITY)
+        return int(self.option("capacity", _DEFAULT_CAPACITY))
 
     @property
     def server(self) -> PrivateMariaDB | None:
         """The private MariaDB server (None with ``db_url``)."""
         return self._server
 
-    def _int_option(self, key: str, default: int) -> int:
-        return int_option("db", key, self.options.get(key, default))
-
-    def _timeout(self) -> float:
-        try:
-            value = float(self.options.get("statement_timeout", _DEFAULT_TIMEOUT))
-        except (TypeError, ValueError):
-            raise ConfigError(f"db: option 'statement_timeout' must be a number of seconds, got {self.options.get('statement_timeout')!r}") from None
-        if value <= 0:
-            raise ConfigError("db: option 'statement_timeout' must be positive")
-        return value
-
     def tasks(self, split: str) -> Iterator[Task]:
-        return load_tasks(self.name, split, self.data_dir, str(self.options.get("official_variant", "v0.2")))
+        return load_tasks(self.name, split, self.data_dir, self.option("official_variant", "v0.2"))
 
     async def start(self) -> None:
         async with self._start_lock:
             if self._backend is not None:
                 return
-            timeout = self._timeout()
+            timeout = float(self.option("statement_timeout", _DEFAULT_TIMEOUT))
             capacity = self.capacity
-            url = self.options.get("db_url")
+            url = self.option("db_url")
             if url:
                 info = parse_db_url(str(url))
                 try:
@@ -101,15 +94,13 @@ class DBEnvironment(Environment):
                 except pymysql.MySQLError as exc:
                     raise EnvUnavailableError(f"db: cannot connect to db_url {info.host}:{info.port} as {info.user!r}: {exc}") from None
             else:
-                port = self.options.get("port")
                 self._server = PrivateMariaDB(
-                    mariadbd=self.options.get("mariadbd"),
-                    install_db=self.options.get("mariadb_install_db"),
+                    mariadbd=self.option("mariadbd"),
+                    install_db=self.option("mariadb_install_db"),
                     max_connections=capacity * 3 + 50,
-                    port=int(port) if port else None,
-                    cache=_flag(self.options.get("datadir_cache", True)),
-                    tmp_mb=int_option("db", "tmp_mb", self.options.get("tmp_mb", DEFAULT_TMP_MB), minimum=0,
-                                      meaning="MB of the server's temp-file tmpfs; 0: uncapped"),
+                    port=self.option("port"),
+                    cache=self.option("datadir_cache", True),
+                    tmp_mb=self.option("tmp_mb", DEFAULT_TMP_MB),
                 )
                 info = await self._server.start()
             self._backend = Backend(info, statement_timeout=timeout, workers=capacity + 8, server=self._server)

@@ -15,6 +15,7 @@ from typing import Any
 from ...errors import TaskFileError
 from ...resources import environments_dir
 from ..base import Task
+from ..taskfiles import read_text
 from .grading import MODIFY_TYPES, SELECT_TYPES
 
 OFFICIAL_FILES = {"dev": "dev.jsonl", "test": "standard.jsonl"}
@@ -79,21 +80,17 @@ def validate_record(record: Any, path: Path, line: int) -> dict[str, Any]:
 
 def read_records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield (line index, record) from a JSONL file, validating each record."""
-    try:
-        handle = path.open(encoding="utf-8")
-    except OSError as exc:
-        raise TaskFileError(f"db: cannot read task file {path}: {exc.strerror or exc}") from None
-    with handle:
-        index = 0
-        for raw in handle:
-            if not raw.strip():
-                continue
-            try:
-                record = json.loads(raw)
-            except json.JSONDecodeError as exc:
-                raise _bad(path, index, f"not valid JSON ({exc.msg} at column {exc.colno})") from None
-            yield index, validate_record(record, path, index)
-            index += 1
+    text = read_text(path, missing=f"db: task file {path} not found", where=f"db: task file {path}")
+    index = 0
+    for raw in text.split("\n"):  # (not splitlines: a U+2028 inside a JSON string is no line break)
+        if not raw.strip():
+            continue
+        try:
+            record = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise _bad(path, index, f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+        yield index, validate_record(record, path, index)
+        index += 1
 
 
 def load_tasks(env_name: str, split: str, data_dir: Path | None, variant: str = "v0.2") -> Iterator[Task]:

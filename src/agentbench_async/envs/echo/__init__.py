@@ -24,6 +24,7 @@ from typing import Any
 from ...errors import TaskFileError
 from ...types import Message, ModelReply
 from ..base import Environment, EpisodeContext, Outcome, Session, Step, Task
+from ..options import Option
 
 _ANSWER = re.compile(r"ANSWER:\s*(\S+)")
 
@@ -76,18 +77,24 @@ class EchoEnvironment(Environment):
     metric = "success rate"
     supports_tools = True
     hidden = True
+    option_specs = {
+        "tasks": Option("int", "tasks per split", minimum=0),
+        "turns": Option("int", "numbers per task; 0: 1 to 3, varying", minimum=0),
+        "cpu_ms": Option("number", "CPU milliseconds each step burns", minimum=0, above=False),
+        "preamble_tokens": Option("int", "tokens of rules before the first question", minimum=0),
+    }
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        turns = int(self.options.get("turns", 0))
+        turns = self.option("turns", 0)
         if turns >= type(self).max_turns:  # longer tasks (option turns) get their turns plus the one over the limit
             self.max_turns = turns + 1  # type: ignore[misc]
 
     def tasks(self, split: str) -> Iterator[Task]:
         if split not in ("dev", "test"):
             raise TaskFileError(f"echo: unknown split {split!r} (use dev or test)")
-        n = int(self.options.get("tasks", 20 if split == "dev" else 50))
-        turns = int(self.options.get("turns", 0))  # 0: 1..3 numbers, varying by task
+        n = self.option("tasks", 20 if split == "dev" else 50)
+        turns = self.option("turns", 0)  # 0: 1..3 numbers, varying by task
         for i in range(n):
             k = turns or 1 + i % 3
             yield Task(env=self.name, split=split, task_id=f"{split}-{i:05d}", data={"numbers": _numbers(split, i, k)})
@@ -97,11 +104,11 @@ class EchoEnvironment(Environment):
             index = int(task_id.rsplit("-", 1)[1])
         except (IndexError, ValueError):
             raise TaskFileError(f"echo: bad task id {task_id!r}") from None
-        turns = int(self.options.get("turns", 0)) or 1 + index % 3
+        turns = self.option("turns", 0) or 1 + index % 3
         return Task(env=self.name, split=split, task_id=task_id, data={"numbers": _numbers(split, index, turns)})
 
     async def open_session(self, task: Task, ctx: EpisodeContext) -> Session:
-        return _EchoSession(task, ctx, float(self.options.get("cpu_ms", 0)))
+        return _EchoSession(task, ctx, self.option("cpu_ms", 0.0))
 
 
 class _EchoSession(Session):

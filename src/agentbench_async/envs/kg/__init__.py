@@ -13,6 +13,7 @@ Options (``Environment(options=...)``, from CLI flags / config):
                    official data, else the built-in graph's own ``environments/kg/ontology``)
   ``kg_timeout``   seconds per endpoint query (default 120)
   ``kg_max_queries`` endpoint queries in flight at once (default 16)
+  ``kg_capacity``  episodes at once (default 1000)
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any, ClassVar
 
 from ...errors import EnvError, EnvUnavailableError
 from ..base import Environment, EpisodeContext, Session, Task
+from ..options import Option
 from .backends import HttpSparqlBackend, OxigraphBackend, SparqlBackend
 from .ontology import Ontology, load_ontology
 from .session import KGSession
@@ -44,6 +46,14 @@ class KGEnvironment(Environment):
     requires: ClassVar[str] = (
         "pyoxigraph (built-in graph); official tasks: a Freebase SPARQL endpoint via --kg-endpoint URL (e.g. Virtuoso)"
     )
+    option_specs: ClassVar[dict[str, Option]] = {
+        "kg_endpoint": Option("url", "a SPARQL 1.1 endpoint"),
+        "kg_graph": Option("texts", "N-Triples/Turtle file(s) for the embedded store"),
+        "kg_ontology": Option("text", "folder with vocab.json and fb_roles"),
+        "kg_timeout": Option("number", "seconds per endpoint query", minimum=0),
+        "kg_max_queries": Option("int", "endpoint queries in flight at once"),
+        "kg_capacity": Option("int", "episodes at once"),
+    }
 
     def __init__(self, *, data_dir: Path | None = None, options: dict[str, Any] | None = None) -> None:
         super().__init__(data_dir=data_dir, options=options)
@@ -54,20 +64,20 @@ class KGEnvironment(Environment):
     def capacity(self) -> int:
         # A session is a few small Python objects; the backend bounds the real work (2 query threads
         # embedded, ``kg_max_queries`` requests in flight to an endpoint).
-        return int(self.options.get("kg_capacity", 1000))
+        return int(self.option("kg_capacity", 1000))
 
     def tasks(self, split: str) -> Iterator[Task]:
         return load_tasks(split, self.data_dir)
 
     def _ontology_dir(self) -> Path:
-        if self.options.get("kg_ontology"):
-            return Path(self.options["kg_ontology"])
+        if self.option("kg_ontology"):
+            return Path(self.option("kg_ontology"))
         if self.data_dir is not None:
             return official_dir(self.data_dir) / "ontology"
         return builtin_dir() / "ontology"
 
     def _graph_files(self) -> list[Path]:
-        graph = self.options.get("kg_graph")
+        graph = self.option("kg_graph")
         if not graph:
             return [builtin_dir() / "graph.nt"]
         if isinstance(graph, (list, tuple)):
@@ -75,12 +85,12 @@ class KGEnvironment(Environment):
         return [Path(p) for p in str(graph).split(",") if p]
 
     async def start(self) -> None:
-        endpoint = self.options.get("kg_endpoint")
+        endpoint = self.option("kg_endpoint")
         if endpoint:
             backend: SparqlBackend = HttpSparqlBackend(
                 str(endpoint),
-                timeout_s=float(self.options.get("kg_timeout", 120)),
-                max_in_flight=int(self.options.get("kg_max_queries", 16)),
+                timeout_s=float(self.option("kg_timeout", 120)),
+                max_in_flight=int(self.option("kg_max_queries", 16)),
             )
             await backend.check()  # type: ignore[attr-defined]
         elif self.data_dir is not None and not self.options.get("kg_graph"):

@@ -17,11 +17,11 @@ small files in the same format under ``environments/kg/ontology/``.
 from __future__ import annotations
 
 import functools
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...errors import TaskFileError
+from ..taskfiles import read_json, read_text
 
 
 @dataclass(frozen=True)
@@ -52,15 +52,15 @@ def _load_cached(folder: Path, stamps: tuple[int, ...]) -> Ontology:
     for path in (vocab_path, roles_path):
         if not path.is_file():
             raise TaskFileError(f"{path}: missing; the kg ontology folder needs vocab.json and fb_roles (AgentBench's ontology/ layout)")
+    vocab = read_json(vocab_path, missing=f"{vocab_path}: missing")
     try:
-        vocab = json.loads(vocab_path.read_text(encoding="utf-8"))
         relations = frozenset(str(r) for r in vocab["relations"])
         attributes = frozenset(str(a) for a in vocab["attributes"])
-    except (ValueError, KeyError, TypeError) as exc:
+    except (KeyError, TypeError) as exc:
         raise TaskFileError(f"{vocab_path}: not a vocab file ({exc}); it must be a JSON object with 'relations' and 'attributes' lists") from None
     ranges: dict[str, str] = {}
     domains: dict[str, str] = {}
-    for line in roles_path.read_text(encoding="utf-8").splitlines():
+    for line in read_text(roles_path, missing=f"{roles_path}: missing").splitlines():
         parts = line.split()
         if len(parts) < 2:
             continue
@@ -74,7 +74,7 @@ def _load_cached(folder: Path, stamps: tuple[int, ...]) -> Ontology:
     reverse: dict[str, str] = {}
     reverse_path = folder / "reverse_properties"
     if reverse_path.is_file():
-        for line in reverse_path.read_text(encoding="utf-8").splitlines():
+        for line in read_text(reverse_path, missing=f"{reverse_path}: missing").splitlines():
             parts = line.split("\t")
             if len(parts) == 2 and parts[0] and parts[1]:
                 reverse[parts[0].strip()] = parts[1].strip()

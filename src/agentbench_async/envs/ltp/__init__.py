@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 from ...errors import ConfigError, TaskFileError
 from ...resources import environments_dir
 from ..base import Environment, EpisodeContext, Session, Task
-from ..options import int_option
+from ..options import Option
 from .data import load_builtin, load_official, official_path
 from .prompts import PROMPTERS
 from .session import LTPSession, require_judge
@@ -35,14 +35,15 @@ class LTPEnvironment(Environment):
     supports_tools: ClassVar[bool] = False  # AgentBench FC defines no tools for LTP
     requires: ClassVar[str] = "a judge model (--judge-model); openpyxl for the official .xlsx files"
     result_options: ClassVar[dict[str, Any]] = {"rounds": DEFAULT_ROUNDS, "language": "en"}
+    option_specs: ClassVar[dict[str, Option]] = {
+        "language": Option("choice", "the official English or Chinese puzzles", choices=tuple(PROMPTERS)),
+        "rounds": Option("int", "questions per game; AgentBench uses 25"),
+    }
 
     def __init__(self, *, data_dir: Path | None = None, options: dict[str, Any] | None = None) -> None:
         super().__init__(data_dir=data_dir, options=options)
-        language = str(self.options.get("language", "en")).lower()
-        if language not in PROMPTERS:
-            raise ConfigError(f"ltp: option language={language!r} is not supported; use 'en' or 'zh'")
-        self.language = language
-        self.rounds = _rounds(self.options.get("rounds", DEFAULT_ROUNDS))
+        self.language: str = self.option("language", "en")
+        self.rounds: int = self.option("rounds", DEFAULT_ROUNDS)
         # The engine's turn cap follows the configured number of rounds.
         self.max_turns = self.rounds  # type: ignore[misc]
         self._cache: dict[str, list[dict[str, Any]]] = {}
@@ -77,12 +78,8 @@ class LTPEnvironment(Environment):
             raise ConfigError("ltp has no tools mode (AgentBench FC defines no LTP tools); use --action-mode text")
         judge = require_judge(ctx)
         language = str(task.data.get("language", self.language))
-        rounds = _rounds(ctx.options.get("rounds", self.rounds)) if ctx.options else self.rounds
+        rounds = self.option_specs["rounds"].read(self.name, "rounds", ctx.options.get("rounds", self.rounds)) if ctx.options else self.rounds
         return LTPSession(task, ctx, judge, PROMPTERS.get(language, PROMPTERS["en"]), rounds)
-
-
-def _rounds(value: object) -> int:
-    return int_option("ltp", "rounds", value, meaning="AgentBench uses 25")
 
 
 __all__ = ["DEFAULT_ROUNDS", "LTPEnvironment"]

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import TaskFileError
+from ..taskfiles import read_text
 
 # Official folder per language, and file per engine split (AgentBench "standard" = our "test").
 OFFICIAL_FOLDERS: dict[str, str] = {"en": "lateralthinkingpuzzle", "zh": "lateralthinkingpuzzle_zh"}
@@ -93,10 +94,9 @@ def load_official(path: Path) -> list[dict[str, Any]]:
 def load_builtin(path: Path) -> list[dict[str, Any]]:
     """Read one of the project's suites: JSONL, one puzzle per line with ``id``, ``story``, ``truth``,
     ``story_keys`` (list) and ``answer_keys`` (list)."""
-    if not path.is_file():
-        raise TaskFileError(f"ltp: built-in suite {path} is missing; reinstall agentbench-async")
+    text = read_text(path, missing=f"ltp: built-in suite {path} is missing; reinstall agentbench-async", where=f"ltp: {path}")
     records: list[dict[str, Any]] = []
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for lineno, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         where = f"ltp: {path} line {lineno}"

@@ -30,7 +30,7 @@ from ...errors import ConfigError
 from ...resources import environments_dir
 from ...settings import Deviation
 from ..base import Environment, EpisodeContext, Session, Task
-from ..options import int_option
+from ..options import Option
 from .data import load_samples, load_scores, score_file, split_files
 from .prompts import PROMPT_FILES, FewShot, load_prompt, prompt_path
 from .session import Mind2WebSession
@@ -51,14 +51,18 @@ class Mind2WebEnvironment(Environment):
     supports_tools: ClassVar[bool] = False  # AgentBench FC defines no Mind2Web tools
     requires: ClassVar[str] = "nothing (built-in pages); official steps: the Mind2Web data via --mind2web-data DIR"
     result_options: ClassVar[dict[str, Any]] = {"prompt": "cot", "range_min": None, "range_max": None}
+    option_specs: ClassVar[dict[str, Option]] = {
+        "mind2web_data": Option("text", "the Mind2Web data folder"),
+        "prompt": Option("choice", "v0.2's chain-of-thought prompt file or the plain one", choices=tuple(PROMPT_FILES)),
+        "range_min": Option("int", "a sample index", minimum=0),
+        "range_max": Option("int", "a sample index", minimum=0),
+        "capacity": Option("int", "episodes at once"),
+    }
 
     def __init__(self, *, data_dir: Path | None = None, options: dict[str, Any] | None = None) -> None:
         super().__init__(data_dir=data_dir, options=options)
-        variant = str(self.options.get("prompt", "cot"))
-        if variant not in PROMPT_FILES:
-            raise ConfigError(f"mind2web: option prompt={variant!r} is not one of {', '.join(PROMPT_FILES)}")
-        self._variant = variant
-        self._range = (_index_option(self.options, "range_min"), _index_option(self.options, "range_max"))
+        self._variant: str = self.option("prompt", "cot")
+        self._range: tuple[int | None, int | None] = (self.option("range_min"), self.option("range_max"))
         data = self.options.get("mind2web_data")
         self._folder = Path(str(data)).expanduser() if data else builtin_dir()
         if data and not self._folder.is_dir():
@@ -70,7 +74,7 @@ class Mind2WebEnvironment(Environment):
 
     @property
     def capacity(self) -> int:
-        return int_option("mind2web", "capacity", self.options.get("capacity", _DEFAULT_CAPACITY))
+        return int(self.option("capacity", _DEFAULT_CAPACITY))
 
     @property
     def few_shot(self) -> FewShot:
@@ -101,6 +105,7 @@ class Mind2WebEnvironment(Environment):
                           "from --data-dir", "prompt wording differs", envs=("mind2web",))]  # fmt: skip
 
     def tasks(self, split: str) -> Iterator[Task]:
+        self.few_shot  # noqa: B018 - the prompt file is read with the tasks: a missing one is one line before the run, not an error per episode
         low, high = self._range
         for sample in self.samples(split):
             if (low is None or sample["index"] >= low) and (high is None or sample["index"] < high):
@@ -110,13 +115,6 @@ class Mind2WebEnvironment(Environment):
         if ctx.action_mode == "tools":
             raise ConfigError("mind2web has no tools mode (AgentBench FC defines no Mind2Web tools); use --action-mode text")
         return Mind2WebSession(task, self.few_shot)
-
-
-def _index_option(options: dict[str, Any], key: str) -> int | None:
-    value = options.get(key)
-    if value is None or value == "":
-        return None
-    return int_option("mind2web", key, value, minimum=0, meaning="a sample index")
 
 
 __all__ = ["MAX_ROUNDS", "Mind2WebEnvironment", "builtin_dir"]

@@ -26,9 +26,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ...errors import ConfigError
 from ...settings import Deviation
 from ..base import Environment, EpisodeContext, Session, Task
+from ..options import Option
 from ..upstream_prompts import wording_deviations
 from .catalog import DEFAULT_PRICE_SEED, Catalog, load_catalog
 from .nouns import DEFAULT_SPACY_MODEL, noun_tagger
@@ -50,25 +50,23 @@ class WebShopEnvironment(Environment):
     # goal ranges as v0.2's configs (std 0:200, dev 200:280); upstream's prices were unseeded, so any price_seed given
     # is named (the default seed is this project's documented difference)
     result_options: ClassVar[dict[str, Any]] = {"test_range": "0:200", "dev_range": "200:280", "price_seed": None}
+    option_specs: ClassVar[dict[str, Option]] = {
+        "webshop_data": Option("text", "WebShop's data folder"),
+        "test_range": Option("range", "goal indices of the test split, default 0:200"),
+        "dev_range": Option("range", "goal indices of the dev split, default 200:280"),
+        "price_seed": Option("int", "seed of the sampled prices", minimum=0),
+        "spacy_model": Option("text", "spaCy model for the nouns of titles"),
+        "capacity": Option("int", "episodes at once"),
+    }
 
     def __init__(self, *, data_dir: Path | None = None, options: dict[str, Any] | None = None) -> None:
         super().__init__(data_dir=data_dir, options=options)
-        self._price_seed = self._int_option("price_seed", DEFAULT_PRICE_SEED, minimum=0)
-        self._capacity = self._int_option("capacity", _DEFAULT_CAPACITY, minimum=1)
+        self._price_seed: int = self.option("price_seed", DEFAULT_PRICE_SEED)
+        self._capacity: int = self.option("capacity", _DEFAULT_CAPACITY)
         self._lock = threading.Lock()
         self._catalog: Catalog | None = None
         self._shop: Shop | None = None
         self._prompts: Prompts | None = None
-
-    def _int_option(self, key: str, default: int, *, minimum: int) -> int:
-        raw = self.options.get(key, default)
-        try:
-            value = int(raw)
-        except (TypeError, ValueError):
-            raise ConfigError(f"webshop: option {key!r} must be an integer, got {raw!r}") from None
-        if value < minimum:
-            raise ConfigError(f"webshop: option {key!r} must be at least {minimum}, got {value}")
-        return value
 
     @property
     def capacity(self) -> int:
@@ -92,7 +90,7 @@ class WebShopEnvironment(Environment):
         with self._lock:
             if self._shop is None:
                 needs_tagger = any(p.title_nouns is None for p in catalog.products)
-                model = str(self.options.get("spacy_model", DEFAULT_SPACY_MODEL)) if needs_tagger else None
+                model = self.option("spacy_model", DEFAULT_SPACY_MODEL) if needs_tagger else None
                 nouns, source = noun_tagger(model)
                 self._shop = Shop(catalog, nouns, source if needs_tagger else "precomputed")
             return self._shop

@@ -33,7 +33,10 @@ class _Reader:
     def _more(self) -> bool:
         if self._eof:
             return False
-        chunk = self._file.read(_CHUNK)
+        try:
+            chunk = self._file.read(_CHUNK)
+        except UnicodeDecodeError:
+            raise TaskFileError(f"{self.path}: not UTF-8 text; save it as UTF-8") from None
         if not chunk:
             self._eof = True
             return False

@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...errors import ConfigError, TaskFileError
+from ...errors import TaskFileError
 from ...resources import environments_dir
 from ..base import Task
+from ..options import range_option
 from .catalog import PRODUCTS_FILE, Catalog, Goal, Product
 from .reward import normalize_color, token_set_ratio
 
@@ -57,14 +58,7 @@ def split_range(split: str, options: dict[str, Any]) -> tuple[int, int]:
     raw = options.get(key)
     if raw is None:
         return DEFAULT_RANGES[split]
-    start, sep, end = str(raw).partition(":")
-    try:
-        lo, hi = int(start), int(end)
-    except ValueError:
-        lo, hi = -1, -1
-    if not sep or lo < 0 or hi <= lo:
-        raise ConfigError(f"webshop: option {key}={raw!r} must be START:END goal indices, e.g. {':'.join(map(str, DEFAULT_RANGES[split]))}")
-    return lo, hi
+    return range_option("webshop", key, raw, meaning=f"goal indices, e.g. {':'.join(map(str, DEFAULT_RANGES[split]))}")
 
 
 def reference_options(product: Product, goal: Goal) -> list[str]:
