@@ -74,6 +74,20 @@ def test_demo_ends_with_a_short_summary_and_the_commands_to_see_more(demo: tuple
     assert max(len(line) for line in stdout.splitlines() if "agentbench " not in line) <= 80
 
 
+def test_demo_summary_reads_solved_games_as_solved_and_replies_as_the_model_s(demo: tuple[Path, str]) -> None:
+    """The oracle solves every ltp game, which ltp ends at its round limit as upstream does: no failure of the oracle,
+    the solved games noted with how they ended (the summary once said 'task limit exceeded' for them)."""
+    out, stdout = demo
+    flat = " ".join(stdout.split())
+    assert "mock-oracle: none" in flat
+    assert "mock-oracle · ltp: 3 solved episodes ended at the round limit, as AgentBench (status task_limit_exceeded)" in flat
+    with load(out) as res:  # the engine marks mind2web's examples: what is not marked is exactly the model's replies
+        mind2web = res.sql("SELECT count(*) FILTER (WHERE injected), count(*) FILTER (WHERE NOT injected) FROM turns "
+                           "JOIN episodes USING (run_id, episode_id) WHERE env = 'mind2web' AND role = 'assistant'").row(0)
+        replies = res.sql("SELECT sum(n_turns) FROM episodes WHERE env = 'mind2web'").item()
+    assert mind2web[1] == replies and mind2web[0] > replies  # the examples, asked again each round, are marked
+
+
 def test_sql_csv_has_unix_line_endings(demo: tuple[Path, str]) -> None:
     proc = subprocess.run([sys.executable, "-m", "agentbench_async.cli", "sql", str(demo[0]),
                            "SELECT model, count(*) AS n FROM episodes GROUP BY model ORDER BY model", "--format", "csv"],
