@@ -21,8 +21,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from agentbench_async.envs import make_env  # noqa: E402
 from agentbench_async.envs.base import EpisodeContext  # noqa: E402
-from agentbench_async.envs.os_interaction.rootfs import resolve  # noqa: E402
-from agentbench_async.envs.os_interaction.sandbox import Limits, Sandbox  # noqa: E402
+from agentbench_async.envs.os_interaction.rootfs import ensure_shifted, resolve  # noqa: E402
+from agentbench_async.envs.os_interaction.sandbox import Limits, Sandbox, host_idmap  # noqa: E402
 from agentbench_async.testing import play  # noqa: E402
 
 
@@ -39,11 +39,12 @@ def _sandbox_memory_kb(pids: list[int]) -> int:
 
 
 async def _start_stop_ms(n: int) -> list[float]:
-    root = await resolve(None)
+    idmap = host_idmap()
+    root = await ensure_shifted(await resolve(None), idmap.uid_base, idmap.gid_base)
     times = []
     for _ in range(n):
         t0 = time.perf_counter()
-        sb = Sandbox(Limits(), root)
+        sb = Sandbox(Limits(), root, idmap)
         await sb.start()
         await sb.close()
         times.append((time.perf_counter() - t0) * 1000)

@@ -248,3 +248,13 @@ def test_sandbox_processes_die_with_a_killed_engine(sandboxed: None, tmp_path: P
 
         time.sleep(0.05)
     assert not Path(f"/proc/{keeper}").exists()
+
+
+async def test_scripts_start_with_default_signal_handling(sandboxed: None) -> None:
+    """The warden is Python (SIGPIPE ignored): its children must not inherit that, or `ls | head` in a check
+    prints 'Broken pipe' into the output it compares (std-004-N225 failed that way)."""
+    env = OSEnvironment(options={})
+    async with _Episode(env) as ep:
+        for check in (False, True):
+            code, out = await run_script(ep.session._sandbox, {"language": "bash", "code": "grep SigIgn /proc/self/status; yes | head -1"}, [], 30, check=check)
+            assert code == 0 and out == "SigIgn:\t0000000000000000\ny\n", out

@@ -23,14 +23,15 @@ The warden stays in the host's pid namespace: nothing inside the sandbox can see
 It dies with the engine (PDEATHSIG), and bubblewrap dies with it.
 """
 
+import _signal as signal  # the C modules: no enum, no re (this process starts once per episode)
+import _socket
+import array
 import ctypes
 import fcntl
-import json
+import marshal
 import os
 import resource
 import select
-import signal
-import socket
 import stat
 import struct
 import sys
@@ -182,18 +183,22 @@ def _load_seccomp(program):
 
 
 def _send(sock, message, fds=()):
-    data = json.dumps(message).encode()
+    data = marshal.dumps(message)
     if fds:
-        socket.send_fds(sock, [data], list(fds))
+        sock.sendmsg([data], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, array.array("i", fds))])
     else:
         sock.send(data)
 
 
 def _recv(sock, maxfds=8):
-    data, fds, _flags, _addr = socket.recv_fds(sock, 1 << 22, maxfds)
+    data, ancdata, _flags, _addr = sock.recvmsg(1 << 22, _socket.CMSG_LEN(maxfds * 4))
     if not data:
         raise EOFError
-    return json.loads(data), fds
+    fds = array.array("i")
+    for level, kind, payload in ancdata:
+        if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS:
+            fds.frombytes(payload[: len(payload) - (len(payload) % fds.itemsize)])
+    return marshal.loads(data), list(fds)
 
 
 class Warden:
@@ -288,6 +293,7 @@ class Warden:
         pid = os.fork()
         if pid == 0:
             try:
+                _default_signals()
                 null_r, null_w = os.pipe()
                 os.close(null_w)
                 os.dup2(null_r, 0)
@@ -301,11 +307,11 @@ class Warden:
         self.bwrap_pid = pid
         for fd in (info_w, ready_w, seccomp_r, err_w):
             os.close(fd)
-        info = _read_until(info_r, lambda d: _json_complete(d), 30)
+        info = _read_until(info_r, lambda d: b"}" in d, 30)
         ready = _read_until(ready_r, lambda d: b"R" in d, 30)
         os.close(info_r)
         os.close(ready_r)
-        if b"R" not in ready or not _json_complete(info):
+        if b"R" not in ready or _child_pid(info) is None:
             os.set_blocking(err_r, False)
             try:
                 err = os.read(err_r, 4000).decode(errors="replace")
@@ -313,7 +319,7 @@ class Warden:
                 err = ""
             raise RuntimeError("bubblewrap did not start: " + (" ".join(err.split()) or "no keeper"))
         self.err_r = err_r
-        self.keeper = int(json.loads(info)["child-pid"])
+        self.keeper = _child_pid(info)
         for name, flag in (("net", CLONE_NEWNET), ("ipc", CLONE_NEWIPC), ("uts", CLONE_NEWUTS), ("cgroup", CLONE_NEWCGROUP)):
             fd = os.open(f"/proc/{self.keeper}/ns/{name}", os.O_RDONLY | os.O_CLOEXEC)
             _setns(fd, flag)
@@ -386,8 +392,8 @@ class Warden:
 
     def _child(self, req, fds, master):
         os.setsid()
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         signal.set_wakeup_fd(-1)
+        _default_signals()
         if master >= 0:
             slave = _ok(_libc.ioctl(master, TIOCGPTPEER, os.O_RDWR | os.O_NOCTTY), "TIOCGPTPEER")
             _ok(_libc.ioctl(slave, TIOCSCTTY, 0), "TIOCSCTTY")
@@ -610,16 +616,24 @@ def _same_content(a, b):
                 return True
 
 
+def _default_signals():
+    """What Python changed (SIGPIPE and SIGXFSZ ignored, SIGINT handled) back to the default before an exec:
+    `ls | head` must end ls quietly, as in any shell."""
+    for sig in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT, signal.SIGCHLD):
+        signal.signal(sig, signal.SIG_DFL)
+
+
 def _open_fds():
     return [int(name) for name in os.listdir("/proc/self/fd") if name.isdigit()]
 
 
-def _json_complete(data):
-    try:
-        json.loads(data)
-        return True
-    except ValueError:
-        return False
+def _child_pid(info):
+    """The keeper's pid from bubblewrap's --info-fd JSON (``{"child-pid": N, ...}``), else None."""
+    key = b'"child-pid":'
+    if key not in info or b"}" not in info:
+        return None
+    digits = info.split(key, 1)[1].lstrip().split(b",", 1)[0].split(b"}", 1)[0].strip()
+    return int(digits) if digits.isdigit() else None
 
 
 def _read_until(fd, done, timeout):
@@ -636,7 +650,7 @@ def _read_until(fd, done, timeout):
 
 
 def main():
-    sock = socket.socket(fileno=int(sys.argv[1]))
+    sock = _socket.socket(fileno=int(sys.argv[1]))
     os.set_inheritable(sock.fileno(), False)  # never into bubblewrap or the sandbox
     try:
         config, _ = _recv(sock)

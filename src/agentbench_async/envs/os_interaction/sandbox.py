@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
+import marshal
 import os
 import pwd
 import shutil
@@ -34,6 +34,7 @@ import sys
 import tempfile
 import time
 import uuid
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -404,7 +405,7 @@ class _Channel:
 
     def _readable(self) -> None:
         try:
-            data, fds, _flags, _addr = socket.recv_fds(self._sock, 1 << 22, 8)
+            data, fds, _flags, _addr = socket.recv_fds(self._sock, 1 << 22, 8)  # type: ignore[attr-defined]
         except (BlockingIOError, InterruptedError):
             return
         except OSError as exc:
@@ -414,7 +415,7 @@ class _Channel:
         if not data:
             self._finish("the warden exited")
             return
-        msg = json.loads(data)
+        msg = marshal.loads(data)
         for kind in ("spawned", "exited", "killed", "tampered", "unshared", "ready", "error", "sandbox_exited"):
             if kind in msg:
                 key = (kind, msg.get("id") if kind in ("killed", "tampered") else (msg[kind] if kind in ("spawned", "exited") else None))
@@ -450,7 +451,7 @@ class _Channel:
     async def send(self, msg: dict[str, Any], fds: list[int] | tuple[int, ...] = ()) -> None:
         if self.closed.done():
             raise EnvError(f"os: {self.closed.result()}")
-        data = json.dumps(msg).encode()
+        data = marshal.dumps(msg)
         while True:
             try:
                 if fds:
@@ -501,15 +502,7 @@ class Sandbox:
     async def start(self) -> None:
         await off_loop(self._prepare)
         assert self._state_dir is not None and self._cgroups is not None
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        try:
-            self._warden = await spawn(
-                [sys.executable, "-I", "-S", str(_WARDEN), str(theirs.fileno())],
-                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._stderr,
-                pass_fds=(theirs.fileno(),), env={"PATH": SANDBOX_PATH, "LC_ALL": "C.UTF-8"},
-            )  # fmt: skip
-        finally:
-            theirs.close()
+        self._warden, ours, self._stderr = await _take_warden()
         self._channel = channel = _Channel(ours)
         try:
             config = {
@@ -554,7 +547,6 @@ class Sandbox:
         self._state_dir = tempfile.mkdtemp(prefix=self.name + "-")
         os.chmod(self._state_dir, 0o700)
         self._cgroups = _Cgroups(self.name, self.limits)
-        self._stderr = tempfile.TemporaryFile()
 
     def _cleanup(self) -> None:
         if self._cgroups is not None:
@@ -595,8 +587,10 @@ class Sandbox:
         rlimits = {"RLIMIT_CORE": 0, "RLIMIT_CPU": lim.cpu_seconds}
         if self._cgroups is None or self._cgroups.memory is None:
             rlimits["RLIMIT_AS"] = lim.memory_mb << 20
-        if self._cgroups is None or self._cgroups.pids is None:
-            rlimits["RLIMIT_NPROC"] = lim.pids  # counted per user of the episode's own user namespace
+        if (self._cgroups is None or self._cgroups.pids is None) and os.geteuid() != 0:
+            # an ordinary user's engine cannot scan the sandbox's processes (they are not its uid): the kernel
+            # counts them instead, per user of the episode's own user namespace (root scans, see pids_limit_hit)
+            rlimits["RLIMIT_NPROC"] = lim.pids
         request = {
             "op": "spawn", "id": rid, "argv": argv, "env": base_env, "mode": "check" if check else "agent",
             "tty": tty, "rlimits": rlimits,
@@ -695,6 +689,41 @@ class Sandbox:
         with contextlib.suppress(Exception):
             await off_loop(self._cleanup)
         self.keeper_pid = 0
+
+
+_WARDENS_AHEAD = 2
+_idle_wardens: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, list[asyncio.Task[tuple[Child, socket.socket, Any]]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+async def _spawn_warden() -> tuple[Child, socket.socket, Any]:
+    """A warden process, started and waiting for its sandbox's config (Python's start-up done)."""
+    stderr = tempfile.TemporaryFile()
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    try:
+        child = await spawn(
+            [sys.executable, "-I", "-S", str(_WARDEN), str(theirs.fileno())],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr,
+            pass_fds=(theirs.fileno(),), env={"PATH": SANDBOX_PATH, "LC_ALL": "C.UTF-8"},
+        )  # fmt: skip
+    except BaseException:
+        ours.close()
+        stderr.close()
+        raise
+    finally:
+        theirs.close()
+    return child, ours, stderr
+
+
+async def _take_warden() -> tuple[Child, socket.socket, Any]:
+    """A warden from the ones started ahead on this event loop (then one more is started), else a new one.
+    Idle wardens exit by themselves when their socket closes (the loop or the process ends)."""
+    loop = asyncio.get_running_loop()
+    ahead = _idle_wardens.setdefault(loop, [])
+    while len(ahead) < _WARDENS_AHEAD + 1:
+        ahead.append(loop.create_task(_spawn_warden()))
+    return await ahead.pop(0)
 
 
 def _counter(path: Path, key: str) -> int:
