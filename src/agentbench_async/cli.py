@@ -31,7 +31,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--config", type=Path, help="YAML run config (flags override its values)")
     run.add_argument("--model", help="model name (the provider's model id unless the config sets 'model')")
     run.add_argument("--provider", choices=["openai", "anthropic"], help="wire format (default openai: any OpenAI-compatible server)")
-    run.add_argument("--base-url", help="API base URL, e.g. http://localhost:8000/v1")
+    run.add_argument("--base-url", help="API base URL: an OpenAI-compatible server's root, e.g. http://localhost:8000/v1; "
+                     "Anthropic: the host root as its SDK takes it (https://api.anthropic.com) or the same ending in /v1")
     run.add_argument("--api-key-env", help="name of the environment variable holding the API key")
     run.add_argument("--env", help="environments, comma-separated: os,db,kg,card_game,ltp,alfworld,webshop,mind2web")
     run.add_argument("--split", choices=["dev", "test"], help="task split (test = AgentBench 'std'; default test)")
@@ -254,13 +255,13 @@ def _execute(cfg: RunConfig, *, progress: bool | None, command: str, skip_unavai
         f"{counted(summary.calls, 'model call')}, {counted(summary.retries, 'retry', 'retries')}, {summary.seconds:.1f} s -> {summary.out}",
         markup=False, highlight=False,
     )
-    for line in [*summary.model_error_lines(), *summary.retry_after_lines()]:
+    for line in [*summary.model_error_lines(), *summary.retry_after_lines(), *summary.adaptation_lines()]:
         _err.print(line, markup=False, highlight=False)
     if cfg.action_mode == "tools" and summary.episodes:
         from .analytics.commands import tool_hints
 
         for line in tool_hints(Path(summary.out)):
-            _err.print(line, markup=False, highlight=False)
+            _err.print(line, markup=False, highlight=False, soft_wrap=True)  # one line, for grep
     if summary.interrupted:
         cancelled = summary.statuses.get("cancelled", 0)
         _err.print(f"interrupted ({counted(cancelled, 'episode')} cancelled): run the same command again to resume; it re-runs the "

@@ -138,7 +138,9 @@ def test_official_tasks_from_an_environment_s_own_download_are_not_flagged(tmp_p
 def test_webshop_goal_ranges_and_price_seed_decide_results(tmp_path: Path) -> None:
     (tmp_path / "ws").mkdir()
     def run(**options: str) -> dict[str, Any]:
-        return _config(tmp_path, envs=["webshop"], data_dir=str(tmp_path), env_options={"webshop": {"webshop_data": str(tmp_path / "ws"), **options}})
+        # nouns given: unset, the tagger this machine has is stored and judged (tests/envs/test_webshop_nouns.py)
+        webshop = {"webshop_data": str(tmp_path / "ws"), "nouns": "spacy", **options}
+        return _config(tmp_path, envs=["webshop"], data_dir=str(tmp_path), env_options={"webshop": webshop})
     assert run(test_range="0:200")["agentbench_deviations"] == []  # v0.2's std range, given explicitly
     named = {d["setting"]: d["value"] for d in run(test_range="0:50", price_seed="7")["agentbench_deviations"]}
     assert named == {"webshop.test_range": "0:50", "webshop.price_seed": "7"}
