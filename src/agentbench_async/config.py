@@ -19,9 +19,10 @@ from .errors import AgentBenchError, ConfigError
 from .history import POLICY_NAMES
 from .models import PROVIDERS, ModelConfig
 from .models.batches import batch_settings
+from .models.families import ADAPTABLE, apply_family_defaults
 from .settings import AGENTBENCH_HISTORY, DEVIATIONS_KEY, deviations_json
 
-_MODEL_FIELDS = {f.name: f for f in dataclasses.fields(ModelConfig)}
+_MODEL_FIELDS = {f.name: f for f in dataclasses.fields(ModelConfig) if f.name != "left_to_engine"}
 
 
 @dataclass
@@ -116,6 +117,8 @@ def model_from_dict(raw: Any, where: str) -> ModelConfig:
     if "api_key" in raw:
         raise ConfigError(f"{where}: put the key in an environment variable and name it in api_key_env")
     cfg = ModelConfig(**raw)
+    cfg.left_to_engine = frozenset(ADAPTABLE) - set(raw)
+    apply_family_defaults(cfg, raw)  # OpenAI's reasoning models by name: max_completion_tokens, no temperature
     _check_model(cfg, where)
     return cfg
 
@@ -271,6 +274,11 @@ def build_config(raw: dict[str, Any], *, where: str = "config") -> RunConfig:
         except AgentBenchError as exc:
             raise ConfigError(f"{where}: env_options: {exc}") from None
         cls.check_options(options)
+    env_options = dict(env_options)
+    for env in envs_raw:  # what this machine chooses for an option not given is stored too (Environment.settled_options)
+        settled = env_class(env).settled_options(data_dir, env_options.get(env) or {})
+        if settled:
+            env_options[env] = settled
     judge = model_from_dict(raw["judge"], f"{where}: judge") if raw.get("judge") else None
     return RunConfig(
         out=out,

@@ -183,6 +183,14 @@ class Environment(abc.ABC):
         return check_options(cls.name, cls.option_specs, options)
 
     @classmethod
+    def settled_options(cls, data_dir: Path | None, options: Mapping[str, Any]) -> dict[str, Any]:
+        """The options a run stores for this environment: the given ones, plus the value this machine chooses for an
+        option not given whose choice changes results (webshop's title-noun tagger: spaCy when installed, else its
+        heuristic), so the stored settings say what ran, ``deviations`` can judge it and the fingerprint tells such
+        runs apart. Called once when the run's config is read. Default: the options as given."""
+        return dict(options)
+
+    @classmethod
     def plays_official_tasks(cls, data_dir: object, options: dict[str, Any]) -> bool:
         """Whether a run with this ``--data-dir`` and these options plays AgentBench's official tasks (used to
         flag runs on the built-in suites as "not the paper's tasks"). Environments whose official tasks come from

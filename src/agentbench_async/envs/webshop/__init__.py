@@ -13,8 +13,10 @@ Options (``Environment(options=...)``, from the run config / CLI):
 - ``test_range`` / ``dev_range``: goal indices of each split as ``START:END`` (default ``0:200`` and
   ``200:280``, AgentBench's std and dev);
 - ``price_seed``: seed of the sampled product prices and goal price bounds (default 0);
-- ``spacy_model``: spaCy model for the nouns of titles without precomputed ones (default
-  ``en_core_web_lg``, used only if installed; else a heuristic, see ``nouns.py``);
+- ``nouns``: who tags the nouns of titles without precomputed ones for the reward: ``spacy`` (upstream's way)
+  or ``heuristic``; not given, the run stores ``spacy`` when spaCy and the model are installed, else
+  ``heuristic`` (a named deviation; see ``nouns.py``);
+- ``spacy_model``: the spaCy model (default ``en_core_web_lg``; a package name or a model folder);
 - ``capacity``: episodes at once (default 1000).
 """
 
@@ -23,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Iterator
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -31,7 +34,7 @@ from ..base import Environment, EpisodeContext, Session, Task
 from ..options import Option
 from ..upstream_prompts import wording_deviations
 from .catalog import DEFAULT_PRICE_SEED, Catalog, load_catalog
-from .nouns import DEFAULT_SPACY_MODEL, noun_tagger
+from .nouns import DEFAULT_SPACY_MODEL, SOURCES, default_source, noun_tagger
 from .protocol import FC_ROUNDS, Prompts, load_prompts
 from .session import WebShopSession
 from .site import Shop
@@ -49,12 +52,14 @@ class WebShopEnvironment(Environment):
     requires: ClassVar[str] = "nothing (numpy, rapidfuzz); official goals: WebShop's data files via --webshop-data DIR"
     # goal ranges as v0.2's configs (std 0:200, dev 200:280); upstream's prices were unseeded, so any price_seed given
     # is named (the default seed is this project's documented difference)
-    result_options: ClassVar[dict[str, Any]] = {"test_range": "0:200", "dev_range": "200:280", "price_seed": None}
+    result_options: ClassVar[dict[str, Any]] = {"test_range": "0:200", "dev_range": "200:280", "price_seed": None,
+                                                "spacy_model": DEFAULT_SPACY_MODEL}
     option_specs: ClassVar[dict[str, Option]] = {
         "webshop_data": Option("text", "WebShop's data folder"),
         "test_range": Option("range", "goal indices of the test split, default 0:200"),
         "dev_range": Option("range", "goal indices of the dev split, default 200:280"),
         "price_seed": Option("int", "seed of the sampled prices", minimum=0),
+        "nouns": Option("choice", "who tags title nouns for the reward", choices=SOURCES),
         "spacy_model": Option("text", "spaCy model for the nouns of titles"),
         "capacity": Option("int", "episodes at once"),
     }
@@ -89,10 +94,12 @@ class WebShopEnvironment(Environment):
         catalog = self.catalog()
         with self._lock:
             if self._shop is None:
-                needs_tagger = any(p.title_nouns is None for p in catalog.products)
-                model = self.option("spacy_model", DEFAULT_SPACY_MODEL) if needs_tagger else None
-                nouns, source = noun_tagger(model)
-                self._shop = Shop(catalog, nouns, source if needs_tagger else "precomputed")
+                if any(p.title_nouns is None for p in catalog.products):
+                    model = self.option("spacy_model", DEFAULT_SPACY_MODEL)
+                    nouns, source = noun_tagger(self.option("nouns") or default_source(model), model)
+                else:  # the built-in catalogue carries its titles' nouns
+                    nouns, source = noun_tagger("heuristic")[0], "precomputed"
+                self._shop = Shop(catalog, nouns, source)
             return self._shop
 
     @classmethod
@@ -100,10 +107,23 @@ class WebShopEnvironment(Environment):
         return bool(options.get("webshop_data") or data_dir)  # --data-dir without WebShop files is refused
 
     @classmethod
+    def settled_options(cls, data_dir: Path | None, options: Mapping[str, Any]) -> dict[str, Any]:
+        """With WebShop's data (titles without nouns) and no ``nouns`` option: spaCy if installed here, else the
+        heuristic, stored with the run."""
+        settled = dict(options)
+        if "nouns" not in settled and cls.plays_official_tasks(data_dir, settled):
+            settled["nouns"] = default_source(str(settled.get("spacy_model", DEFAULT_SPACY_MODEL)))
+        return settled
+
+    @classmethod
     def deviations(cls, data_dir: object, options: dict[str, Any], action_mode: str) -> list[Deviation]:
-        return wording_deviations("webshop", data_dir, action_mode, upstream="upstream's rules and L'eau d'Issey one-shot",
-                                  text="the project's own rules and one-shot purchase",
-                                  tools="the project's own search_action/click_action descriptions")  # fmt: skip
+        out = wording_deviations("webshop", data_dir, action_mode, upstream="upstream's rules and L'eau d'Issey one-shot",
+                                 text="the project's own rules and one-shot purchase",
+                                 tools="the project's own search_action/click_action descriptions")  # fmt: skip
+        if cls.plays_official_tasks(data_dir, options) and options.get("nouns") == "heuristic":
+            out.append(Deviation("webshop.nouns", "heuristic (the title's content words)", "spaCy en_core_web_lg's NOUN/PROPN tags",
+                                 "the reward's title score is approximate", envs=("webshop",)))  # fmt: skip
+        return out
 
     def tasks(self, split: str) -> Iterator[Task]:
         return make_tasks(self.name, split, self.catalog(), self.source, self.options)

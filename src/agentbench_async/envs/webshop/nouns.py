@@ -4,20 +4,27 @@ Upstream runs spaCy's ``en_core_web_lg`` over the titles and keeps the lower-cas
 PROPN. That model is not on PyPI, so:
 
 * products of the built-in catalog carry their nouns (``title_nouns``, authored by the generator);
-* otherwise, if spaCy and the model named by the ``spacy_model`` option (default ``en_core_web_lg``) are
-  installed, the title is tagged exactly as upstream;
-* otherwise a documented approximation: every word of the title that contains a letter and is not a
-  closed-class English word (article, preposition, conjunction, pronoun, ...) or a number counts as a noun.
+* otherwise the ``nouns`` option says who tags titles: ``spacy`` (upstream's way, with the model named by
+  ``spacy_model``, default ``en_core_web_lg``: an installed model package or a model folder) or ``heuristic``,
+  a documented approximation: every word of the title that contains a letter and is not a closed-class English
+  word (article, preposition, conjunction, pronoun, ...) or a number counts as a noun. A run that does not say
+  gets ``spacy`` when spaCy and the model are installed, else ``heuristic`` (``default_source``), and stores
+  which one it used with its settings (a heuristic run is marked as differing from AgentBench v0.2).
 """
 
 from __future__ import annotations
 
 import functools
+import importlib.util
 import re
 from collections.abc import Callable
+from pathlib import Path
+
+from ...errors import EnvUnavailableError
 
 NounFn = Callable[[str], tuple[str, ...]]
 DEFAULT_SPACY_MODEL = "en_core_web_lg"
+SOURCES = ("spacy", "heuristic")
 
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'\-\.]*")
 _CLOSED_CLASS = frozenset(
@@ -39,13 +46,33 @@ def heuristic_nouns(title: str) -> tuple[str, ...]:
     return tuple(words)
 
 
-def _spacy_nouns(model: str) -> NounFn | None:
+def spacy_available(model: str) -> bool:
+    """Whether spaCy and ``model`` (an installed model package, or a model folder) are there, without loading them."""
+    if importlib.util.find_spec("spacy") is None:
+        return False
+    if Path(model).expanduser().is_dir():
+        return True
+    try:
+        return model.isidentifier() and importlib.util.find_spec(model) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def default_source(spacy_model: str = DEFAULT_SPACY_MODEL) -> str:
+    """``spacy`` when spaCy and the model are installed here, else ``heuristic``."""
+    return "spacy" if spacy_available(spacy_model) else "heuristic"
+
+
+def _spacy_nouns(model: str) -> NounFn:
     try:
         import spacy  # type: ignore[import-not-found]
 
-        nlp = spacy.load(model)
-    except (ImportError, OSError):
-        return None
+        nlp = spacy.load(str(Path(model).expanduser()) if Path(model).expanduser().is_dir() else model)
+    except (ImportError, OSError) as exc:
+        raise EnvUnavailableError(
+            f"webshop: nouns=spacy needs spaCy with the model {model!r} ({type(exc).__name__}: {str(exc).splitlines()[0]}); "
+            f"install them (pip install spacy && python -m spacy download {model}) or run with --env-option webshop.nouns=heuristic"
+        ) from None
 
     def nouns(title: str) -> tuple[str, ...]:
         # upstream also lists the non-existent tag "PNOUN"
@@ -54,8 +81,8 @@ def _spacy_nouns(model: str) -> NounFn | None:
     return nouns
 
 
-def noun_tagger(spacy_model: str | None = DEFAULT_SPACY_MODEL) -> tuple[NounFn, str]:
-    """(title -> nouns, a name for it: ``spacy:<model>`` or ``heuristic``), cached per title."""
-    tagger = _spacy_nouns(spacy_model) if spacy_model else None
-    name = f"spacy:{spacy_model}" if tagger is not None else "heuristic"
-    return functools.lru_cache(maxsize=65536)(tagger or heuristic_nouns), name
+def noun_tagger(source: str, spacy_model: str = DEFAULT_SPACY_MODEL) -> tuple[NounFn, str]:
+    """(title -> nouns, cached per title; its name for the results: ``spacy:<model>`` or ``heuristic``)."""
+    tagger = _spacy_nouns(spacy_model) if source == "spacy" else heuristic_nouns
+    name = f"spacy:{spacy_model}" if source == "spacy" else "heuristic"
+    return functools.lru_cache(maxsize=65536)(tagger), name
