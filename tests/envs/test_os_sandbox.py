@@ -219,7 +219,7 @@ async def test_runaway_commands_end_and_the_episode_goes_on(sandboxed: None) -> 
         await asyncio.sleep(1)
         await ep.sh("sleep 1")
         assert "still-alive" in await ep.sh("echo still-alive")
-        await ep.sh("exit")  # the shell exits ...
+        assert "a new login shell runs the next command" in await ep.sh("exit")  # the shell exits, said so ...
         assert "root" in await ep.sh("whoami")  # ... and a fresh one serves the next command
 
 

@@ -150,6 +150,11 @@ async def test_rigged_interpreters_libc_and_path_do_not_change_the_verdict(sandb
         assert "/usr/bin/bash" in details["tampered"] and "/etc/ld.so.preload" in details["tampered"], details
         ok, details = await grade(sandbox, _answer_task(language), "42", 30)
         assert ok, details
+        # the planted setpriv/env/interpreters give a check no capability (the 'second route' of issue 19)
+        code, out = await run_script(sandbox, {"language": "python", "code": _PROBE}, [], 30, check=True, pristine=True)
+        assert code == 0 and "Seccomp: 2" in out, out
+        cap_eff = int(next(line.split()[1] for line in out.splitlines() if line.startswith("CapEff")), 16)
+        assert cap_eff & ~0x200000FF == 0, out
 
 
 async def test_answers_of_any_size_and_content_reach_the_check(sandboxed: None) -> None:
@@ -172,7 +177,8 @@ async def test_a_full_disk_is_enospc_and_memory_kills_are_named(sandboxed: None)
         assert "No space left on device" in out and "shell-alive" in out and "out of memory" not in out, out
         out = await ep.sh("rm /big; dd if=/dev/zero of=/dev/shm/x bs=1M count=100 2>&1 | grep -o 'No space left on device'; rm /dev/shm/x")
         assert "No space left on device" in out, out
-        if ep.session._sandbox.oom_kills() == 0 and ep.session._sandbox._cgroups and ep.session._sandbox._cgroups.memory:
+        cgroups = ep.session._sandbox._cgroups
+        if cgroups is not None and cgroups.memory is not None:  # without a memory cgroup: RLIMIT_AS, no kill
             out = await ep.sh("python3 -c 'x = bytearray(1 << 30); x[::4096] = b\"1\" * len(x[::4096])'; echo rc=$?")
             assert "rc=137" in out and "ran out of memory (256 MiB)" in out, out
         assert "alive" in await ep.sh("echo alive")
