@@ -35,13 +35,14 @@ RESTART_NOTE = "\n[the shell ended; a new login shell runs the next command (var
 
 class OSEnvironment(Environment):
     name = "os"
-    description = "Operating System: solve Linux tasks in an interactive bash (bubblewrap sandbox per episode)"
+    description = "Operating System: solve Linux tasks in an interactive bash (a user-namespace bubblewrap sandbox per episode)"
     max_turns = 8
     metric = "success rate"
     supports_tools = True
     requires = (
-        "bubblewrap, util-linux and mmdebstrap (apt-get install bubblewrap mmdebstrap), run as root (e.g. in a "
-        "container); the Debian mirror once, to build the sandbox root (or os.rootfs=DIR|TAR)"
+        "bubblewrap, libseccomp2 and mmdebstrap (apt-get install bubblewrap libseccomp2 mmdebstrap); root, or an "
+        "ordinary user with user namespaces (and uidmap plus an /etc/subuid range for tasks with several users); "
+        "the Debian mirror once, to build the sandbox root (or os.rootfs=DIR|TAR)"
     )
 
     option_specs: ClassVar[dict[str, Option]] = {
