@@ -70,6 +70,13 @@ def test_each_score_names_only_the_differences_that_concern_its_environment(writ
     assert dict(zip(report.scores["env"], report.scores["settings"])) == {"os": "AgentBench v0.2 settings", "ltp": "differs: judge"}
 
 
+def test_show_names_the_differences_beside_the_episode_s_source(write_run: WriteRun, tmp_path: Path) -> None:
+    path = write_run("full", {("alpha", "os"): ALPHA_OS}, config=_config(tmp_path, history="full", data_dir=str(tmp_path)))
+    con = _console()
+    assert commands.show(path, "alpha/os/test/t000/0", console=con) == 0
+    assert "os (test, builtin) — settings differ from AgentBench v0.2: history" in con.export_text()
+
+
 def test_report_of_a_paper_run_says_so_and_old_configs_are_judged(write_run: WriteRun, tmp_path: Path) -> None:
     paper = write_run("paper", {("alpha", "os"): ALPHA_OS}, config=_config(tmp_path, data_dir=str(tmp_path)))
     con = _console()

@@ -65,10 +65,12 @@ async def test_overview_names_the_settings_that_differ_beside_the_scores(tmp_pat
                             config={"models": [{"name": "alpha"}], "envs": ["os"], "history": "full", "data_dir": str(tmp_path)})
     async with viewer([path]) as base:
         _, page, _ = await get(base + "/")
+        _, episode, _ = await get(base + "/episode?id=" + quote("alpha/os/test/t000/0"))
     text = _text(page)
     assert "Settings that differ from AgentBench v0.2: history: full — not comparable to the paper" in text
     assert "AgentBench v0.2 settings" not in text
     assert [re.sub(r"<[^>]+>", "", row.split("<td")[-1].split(">", 1)[1]) for row in _rows(page, "scores")] == ["differs: history"]
+    assert "os (test, builtin) — settings differ from AgentBench v0.2: history" in _text(episode)  # the label keeps its footnote
 
 
 async def test_failure_cell_opens_its_episodes_and_each_its_transcript(known_file: Path) -> None:

@@ -60,6 +60,11 @@ def score_settings(res: Results, table: pl.DataFrame) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=schema)
 
 
+def episode_differences(res: Results, run_id: str, env: str) -> list[str]:
+    """The settings of run ``run_id`` that differ from AgentBench v0.2 and concern ``env``: an episode's footnote."""
+    return [d.setting for d in recorded_deviations(run_configs(res).get(run_id, {})) if d.concerns(env)]
+
+
 def deviation_groups(table: pl.DataFrame, runs: list[str]) -> list[tuple[list[str], list[str]]]:
     """(run ids, lines) for each distinct list of deviations among ``runs``: one group when all agree."""
     by_run: dict[str, tuple[str, ...]] = {run: () for run in runs}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 import io
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import polars as pl
@@ -17,6 +17,7 @@ from rich.text import Text
 
 from ..wording import moment
 from .loading import ReportError, Results
+from .run_settings import episode_differences
 from .terminal import fit_table
 
 _ROLE_STYLE = {"system": "magenta", "user": "cyan", "assistant": "green", "tool": "yellow"}
@@ -38,10 +39,13 @@ def status_text(ep: Mapping[str, Any]) -> str:
     return status
 
 
-def env_text(ep: Mapping[str, Any]) -> str:
-    """``webshop (dev, builtin)``; what is not known (an episode still running) is left out, never printed as None."""
+def env_text(ep: Mapping[str, Any], differs: Sequence[str] = ()) -> str:
+    """``webshop (dev, builtin)``; what is not known (an episode still running) is left out, never printed as None.
+    ``differs``: the run's settings that differ from AgentBench v0.2 for this environment, named after the label so
+    that "official" never stands without them."""
     known = [str(v) for v in (ep.get("split"), ep.get("source")) if v]
-    return f"{ep['env']} ({', '.join(known)})" if known else str(ep["env"])
+    text = f"{ep['env']} ({', '.join(known)})" if known else str(ep["env"])
+    return text + (f" — settings differ from AgentBench v0.2: {', '.join(differs)}" if differs else "")
 
 
 def tokens_text(ep: Mapping[str, Any]) -> str | None:
@@ -107,7 +111,8 @@ def _render_one(res: Results, ep: dict, console: Console) -> None:  # type: igno
     head.add_column(style="bold")
     head.add_column()
     for key, value in (
-        ("episode", ep["episode_id"]), ("run", ep["run_id"]), ("model", ep["model"]), ("env", env_text(ep)),
+        ("episode", ep["episode_id"]), ("run", ep["run_id"]), ("model", ep["model"]),
+        ("env", env_text(ep, episode_differences(res, ep["run_id"], ep["env"]))),
         ("task", ep["task_id"]), ("repeat", ep["repeat"]), ("status", status_text(ep)), ("score", ep["score"]), ("turns", ep["n_turns"]),
         ("tokens in/out", tokens_text(ep)), ("action mode", ep["action_mode"]),
         ("started", moment(ep["started_at"])), ("finished", moment(ep["finished_at"])), ("error", ep["error"]),

@@ -227,7 +227,7 @@ def transcript(data: q.Transcript, files: Sequence[str]) -> Markup:
     elif data.state == "unfinished":
         status = "unfinished: the run that wrote these turns stopped before the episode ended; a resume re-runs it"
     head = _dl([("episode", ep["episode_id"]), ("run", ep["run_id"]), ("file", ep["source_file"]), ("model", ep["model"]),
-                ("env", env_text(ep)), ("task", ep["task_id"]), ("repeat", ep["repeat"]),
+                ("env", env_text(ep, data.differs)), ("task", ep["task_id"]), ("repeat", ep["repeat"]),
                 ("status", Markup(f'<span class="status" data-status="{esc(ep["status"])}">{esc(status)}</span>')),
                 ("paper status", ep.get("paper_status")), ("score", ep["score"]), ("turns", ep["n_turns"]),
                 ("tokens in/out", tokens_text(ep)), ("action mode", ep.get("action_mode")),

@@ -24,7 +24,7 @@ from ..analytics import compare as compare_mod
 from ..analytics import configs, failures, notes, operations, scores
 from ..analytics.loading import ReportError, Results, load
 from ..analytics.commands import settings_difference
-from ..analytics.run_settings import deviation_groups, deviation_table, score_settings
+from ..analytics.run_settings import deviation_groups, deviation_table, episode_differences, score_settings
 from ..analytics.transcript import EPISODE_ROWS, find_episode
 from ..errors import AgentBenchError
 from ..store.live import live_dir
@@ -264,6 +264,7 @@ class Transcript:
     calls: list[dict[str, Any]]  # every HTTP attempt of the episode (agent and judge)
     others: list[dict[str, Any]] = field(default_factory=list)  # other stored attempts of the same episode id
     state: str = ""  # running | unfinished: an episode not finished yet (its turns so far, from live_turns)
+    differs: list[str] = field(default_factory=list)  # its run's settings that differ from AgentBench v0.2 for its env
 
 
 _EPISODE_FIELDS = ("source_file", "run_id", "episode_id", "model", "env", "split", "task_id", "repeat", "status", "success",
@@ -298,7 +299,8 @@ def transcript(res: Results, episode_id: str, run_id: str = "", file: str = "") 
     calls = res.sql("SELECT * FROM model_calls WHERE run_id = ? AND episode_id = ? AND source_file = ? "
                     "ORDER BY turn, started_at, attempt", key)
     others = [r for r in rows.iter_rows(named=True) if (r["run_id"], r["source_file"]) != (ep["run_id"], ep["source_file"])]
-    return Transcript(ep, list(turns.iter_rows(named=True)), list(calls.iter_rows(named=True)), others)
+    return Transcript(ep, list(turns.iter_rows(named=True)), list(calls.iter_rows(named=True)), others,
+                      differs=episode_differences(res, ep["run_id"], ep["env"]))
 
 
 def _unfinished(res: Results, live: pl.DataFrame, finished: pl.DataFrame) -> Transcript:
