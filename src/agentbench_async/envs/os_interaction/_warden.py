@@ -228,6 +228,7 @@ class Warden:
                 f.write("-1000")  # an out-of-memory kill in the episode's cgroup takes the agent's process
         except OSError:
             pass
+        _raise_nofile(cfg["nofile"])  # while still the engine's user: a namespace's root cannot raise it
         _unshare(CLONE_NEWUSER | CLONE_NEWNS)
         # still the engine's user on the host: its own permissions reach the cached image
         lower = os.open(cfg["lower"], os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
@@ -614,6 +615,15 @@ def _same_content(a, b):
                 return False
             if not ca:
                 return True
+
+
+def _raise_nofile(wanted):
+    """RLIMIT_NOFILE as high as ``wanted`` where allowed, else the hard limit (std-004-Q09 needs > 123321)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, max(wanted, hard)))
+    except (OSError, ValueError):
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
 
 def _default_signals():
