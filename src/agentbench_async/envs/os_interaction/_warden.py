@@ -255,6 +255,9 @@ class Warden:
         os.close(lower)
         self.pristine = f"{state}/pristine"
         self.lower = os.open(self.pristine, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+        # what a check gets as fd 250: a detached clone, so `..` from its top leads nowhere (from the
+        # attached mount it would climb into this namespace's copy of the host's tree)
+        self.pristine_fd = _open_tree(self.lower, "", OPEN_TREE_CLONE | AT_EMPTY_PATH | os.O_CLOEXEC)
         options = f"lowerdir={self.pristine},upperdir={state}/u,workdir={state}/w"
         try:
             _mount("overlay", f"{state}/root", "overlay", 0, options)
@@ -413,7 +416,7 @@ class Warden:
                     _move_mount(fd, target)
             if os.path.lexists("/etc/ld.so.preload") and os.path.exists("/etc/ld.so.preload"):
                 _move_mount(_open_tree(AT_FDCWD, "/dev/null", OPEN_TREE_CLONE), "/etc/ld.so.preload")
-            os.dup2(self.lower, PRISTINE_FD)  # inheritable: the check's PATH starts in the pristine image
+            os.dup2(self.pristine_fd, PRISTINE_FD)  # inheritable: the check's PATH starts in the pristine image
         os.chdir(req.get("cwd") or "/")
         for i, fd in enumerate(stdio):
             os.dup2(fd, i)
