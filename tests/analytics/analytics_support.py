@@ -141,3 +141,45 @@ def writer(folder: Path) -> WriteRun:
         return path
 
     return write
+
+
+# mind2web as the engine stores it: each round the model's reply, then the next round asked anew (the prompt file's
+# example in the assistant role, then the question). Used to check that examples are never taken for the reply.
+MIND2WEB_EXAMPLE = "Thought: The film page is open; the 21:15 showing button comes next.\nAnswer: D."
+MIND2WEB_REPLY = "Thought: none of these.\nAnswer: A."
+
+
+def mind2web_rounds(write: WriteRun, *, marked: bool, name: str = "m2w") -> tuple[Path, str]:
+    """A file with one mind2web episode of two rounds; ``marked``: with turns.injected (else a file written before
+    the column: NULL). Returns the file and the episode id."""
+    path = write(name, {("alpha", "mind2web"): [("invalid_action", False, 0.0, "no round picked a candidate")]},
+                 config={"models": [{"name": "alpha"}]})
+    con = duckdb.connect(str(path))
+    ep = con.execute("SELECT episode_id FROM episodes").fetchone()[0]  # type: ignore[index]
+    con.execute("DELETE FROM turns")
+    con.execute("UPDATE episodes SET n_turns = 2")
+    rows = [(0, "user", "page 1, question"), (0, "assistant", MIND2WEB_EXAMPLE), (0, "user", "page 2, question"),
+            (1, "assistant", MIND2WEB_REPLY), (1, "user", "example page"), (1, "assistant", MIND2WEB_EXAMPLE),
+            (1, "user", "page 3, question"), (2, "assistant", MIND2WEB_REPLY + " (round 2)"),
+            (2, "user", "example page"), (2, "assistant", MIND2WEB_EXAMPLE), (2, "user", "page 4, question")]  # fmt: skip
+    for seq, (turn, role, content) in enumerate(rows):
+        injected = (role == "assistant" and content == MIND2WEB_EXAMPLE) if marked else None
+        con.execute("INSERT INTO turns (run_id, episode_id, turn, seq, role, content, injected, created_at) VALUES "
+                    f"('run-{name}', ?, ?, ?, ?, ?, ?, ?)", [ep, turn, seq, role, content, injected, T0 + timedelta(seconds=seq)])
+    con.close()
+    return path, ep
+
+
+# The same kg tasks played twice by alpha: with AgentBench's history (and os), then (--new-run) with --history full.
+KG_FULL = [("completed", True, 1.0, None), ("completed", True, 1.0, None), ("completed", False, 0.5, None), ("completed", False, 0.0, None)]
+
+
+def run_config(history: str, models: tuple[str, ...] = ("alpha",)) -> dict[str, Any]:
+    return {"models": [{"name": m} for m in models], "history": history, "split": "test", "envs": ["kg", "os"], "seed": 0}
+
+
+def two_configurations(write: WriteRun, name: str = "fp") -> Path:
+    """alpha on kg in two configurations (fingerprints aaaa1111: history agentbench, with os too; bbbb2222: full)."""
+    path = write(name, {("alpha", "kg"): ALPHA_KG, ("alpha", "os"): ALPHA_OS}, config=run_config("agentbench"), fingerprint="aaaa1111",
+                 run_id="run-agentbench")
+    return write(name, {("alpha", "kg"): KG_FULL}, config=run_config("full"), fingerprint="bbbb2222", run_id="run-full", path=path)

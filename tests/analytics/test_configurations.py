@@ -13,16 +13,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from analytics_support import ALPHA_KG, ALPHA_OS, BETA_OS, WriteRun
+from analytics_support import ALPHA_OS, BETA_OS, WriteRun, run_config, two_configurations
 from rich.console import Console
 
 from agentbench_async.analytics import commands, load
 from agentbench_async.analytics.configs import config_table
 from agentbench_async.analytics.loading import ReportError
-
-# The same kg tasks played twice by alpha: with AgentBench's history, then (--new-run) with --history full.
-KG_FULL = [("completed", True, 1.0, None), ("completed", True, 1.0, None), ("completed", False, 0.5, None), ("completed", False, 0.0, None)]
-
 
 def _cli(*args: str, columns: int = 80) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "agentbench_async.cli", *args], capture_output=True, text=True,
@@ -40,15 +36,9 @@ def _json(path: Path, pool: bool = False) -> dict:  # type: ignore[type-arg]
     return json.loads(_printed(commands.report, [path], html=None, json_out=True, pool=pool, width=100_000))
 
 
-def _config(history: str, models: tuple[str, ...] = ("alpha",)) -> dict[str, object]:
-    return {"models": [{"name": m} for m in models], "history": history, "split": "test", "envs": ["kg", "os"], "seed": 0}
-
-
 @pytest.fixture
 def two_configs(write_run: WriteRun) -> Path:
-    path = write_run("fp", {("alpha", "kg"): ALPHA_KG, ("alpha", "os"): ALPHA_OS}, config=_config("agentbench"),
-                     fingerprint="aaaa1111", run_id="run-agentbench")
-    return write_run("fp", {("alpha", "kg"): KG_FULL}, config=_config("full"), fingerprint="bbbb2222", run_id="run-full", path=path)
+    return two_configurations(write_run)
 
 
 def test_two_configurations_are_two_labelled_rows_never_one_pooled_score(two_configs: Path) -> None:
@@ -101,7 +91,7 @@ def test_compare_pairs_one_configuration_with_the_other(two_configs: Path) -> No
 
 
 def test_compare_refuses_to_pool_a_side_with_several_configurations(two_configs: Path, write_run: WriteRun) -> None:
-    write_run("fp", {("beta", "os"): BETA_OS}, config=_config("agentbench", ("beta",)), fingerprint="cccc3333", run_id="run-beta",
+    write_run("fp", {("beta", "os"): BETA_OS}, config=run_config("agentbench", ("beta",)), fingerprint="cccc3333", run_id="run-beta",
               path=two_configs)
     refused = _cli("compare", str(two_configs), "--model-a", "alpha", "--model-b", "beta")
     assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
@@ -115,8 +105,8 @@ def test_compare_refuses_to_pool_a_side_with_several_configurations(two_configs:
 
 def test_configurations_with_the_same_settings_are_told_apart_by_the_rest_of_the_run(write_run: WriteRun) -> None:
     # alpha alone, then alpha with beta (--new-run): alpha's own settings are the same, its fingerprint is not
-    path = write_run("same", {("alpha", "os"): ALPHA_OS}, config=_config("agentbench"), fingerprint="f1", run_id="r1")
-    write_run("same", {("alpha", "os"): ALPHA_OS, ("beta", "os"): BETA_OS}, config=_config("agentbench", ("alpha", "beta")),
+    path = write_run("same", {("alpha", "os"): ALPHA_OS}, config=run_config("agentbench"), fingerprint="f1", run_id="r1")
+    write_run("same", {("alpha", "os"): ALPHA_OS, ("beta", "os"): BETA_OS}, config=run_config("agentbench", ("alpha", "beta")),
               fingerprint="f2", run_id="r2", path=path)
     with load(path) as res:
         table = config_table(res)

@@ -11,19 +11,17 @@ from __future__ import annotations
 import json
 import os
 import re
-from datetime import timedelta
 from pathlib import Path
 
 import duckdb
 import pytest
-from analytics_support import T0, WriteRun
+from analytics_support import MIND2WEB_REPLY, WriteRun, mind2web_rounds
 from rich.console import Console
 
 from agentbench_async.analytics import commands, load
 from agentbench_async.analytics.report import build_report
 
-EXAMPLE = "Thought: The film page is open; the 21:15 showing button comes next.\nAnswer: D."
-REPLY = "Thought: none of these.\nAnswer: A."
+REPLY = MIND2WEB_REPLY
 
 
 def _printed(command, *args: object, width: int = 80, **kwargs: object) -> str:  # type: ignore[no-untyped-def]
@@ -32,32 +30,9 @@ def _printed(command, *args: object, width: int = 80, **kwargs: object) -> str: 
     return console.export_text()
 
 
-def _mind2web_file(write_run: WriteRun, *, marked: bool) -> tuple[Path, str]:
-    """One mind2web episode of two rounds as the engine stores it: each round the model's reply, then the next
-    round asked anew (examples in the assistant role, then the question). ``marked``: with turns.injected (else a
-    file written before the column: NULL)."""
-    path = write_run("m2w", {("alpha", "mind2web"): [("invalid_action", False, 0.0, "no round picked a candidate")]},
-                     config={"models": [{"name": "alpha"}]})
-    con = duckdb.connect(str(path))
-    ep = con.execute("SELECT episode_id FROM episodes").fetchone()[0]
-    con.execute("DELETE FROM turns")
-    con.execute("UPDATE episodes SET n_turns = 2")
-    rows = [(0, "user", "page 1, question", None), (0, "assistant", EXAMPLE, True), (0, "user", "page 2, question", None),
-            (1, "assistant", REPLY, False), (1, "user", "example page", None), (1, "assistant", EXAMPLE, True),
-            (1, "user", "page 3, question", None), (2, "assistant", REPLY + " (round 2)", False),
-            (2, "user", "example page", None), (2, "assistant", EXAMPLE, True), (2, "user", "page 4, question", None)]  # fmt: skip
-    for seq, (turn, role, content, injected) in enumerate(rows):
-        con.execute("INSERT INTO turns (run_id, episode_id, turn, seq, role, content, injected, created_at) VALUES "
-                    "('run-m2w', ?, ?, ?, ?, ?, ?, ?)",
-                    [ep, turn, seq, role, content, (bool(injected) if role == "assistant" else False) if marked else None,
-                     T0 + timedelta(seconds=seq)])  # fmt: skip
-    con.close()
-    return path, ep
-
-
 @pytest.mark.parametrize("marked", [True, False], ids=["injected-column", "file-before-the-column"])
 def test_examples_asked_again_each_round_are_never_the_model_s_reply(write_run: WriteRun, marked: bool) -> None:
-    path, ep = _mind2web_file(write_run, marked=marked)
+    path, ep = mind2web_rounds(write_run, marked=marked)
     with load(path) as res:
         assert res.sql("SELECT last_output FROM last_replies").item() == REPLY + " (round 2)"  # not the example after it
         own = res.sql("SELECT turn, content FROM transcript_turns WHERE by_model ORDER BY seq").rows()
@@ -107,7 +82,7 @@ def test_a_solved_game_at_the_round_limit_is_solved_everywhere(write_run: WriteR
 
 
 def test_show_and_the_report_never_print_python_none_or_cut_headers(write_run: WriteRun) -> None:
-    path, ep = _mind2web_file(write_run, marked=True)
+    path, ep = mind2web_rounds(write_run, marked=True)
     con = duckdb.connect(str(path))
     con.execute("UPDATE episodes SET details = ?", [json.dumps({"rounds": ["x" * 50] * 40})])
     con.close()

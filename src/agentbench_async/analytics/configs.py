@@ -123,7 +123,7 @@ def with_labels(frame: pl.DataFrame, table: pl.DataFrame, keys: Iterable[str] = 
     on = [*keys, "config_id"]
     if frame.is_empty() or "config_id" not in frame.columns:
         return frame.with_columns(pl.lit("", pl.String).alias("config")) if "config" not in frame.columns else frame
-    labelled = frame.join(table.select(*on, "config").unique(on, keep="first"), on=on, how="left")
+    labelled = frame.join(table.select(*on, "config").unique(on, keep="first"), on=on, how="left", maintain_order="left")
     return labelled.with_columns(pl.col("config").fill_null(""))
 
 

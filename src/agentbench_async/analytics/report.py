@@ -108,7 +108,8 @@ def build_report(res: Results, prices: Prices | None = None) -> Report:
     )
     deviations = run_settings.deviation_table(res)
     table = configs.config_table(res)
-    labelled = env_scores.join(run_settings.score_settings(res, deviations), on=["model", "env", "config_id"], how="left")
+    labelled = env_scores.join(run_settings.score_settings(res, deviations), on=["model", "env", "config_id"], how="left",
+                               maintain_order="left")
     return Report(
         files=[str(p) for p in res.paths],
         runs=runs,

@@ -92,17 +92,17 @@ def overview(res: Results, source: Source) -> Overview:
     env_scores = source.memo_ready(res, "scores", scores.env_scores)
     pending = env_scores is None
     if env_scores is None:  # bootstrap intervals of big non-0/1 cells take seconds: shown when ready
-        env_scores = res.env_scores.sort("model", "env").with_columns(
+        env_scores = res.env_scores.sort("model", "env", "config_id").with_columns(
             pl.when(pl.col("is_binary") & (pl.col("n") > 0)).then(pl.col("wilson_low")).alias("ci_low"),
             pl.when(pl.col("is_binary") & (pl.col("n") > 0)).then(pl.col("wilson_high")).alias("ci_high"),
             pl.when(pl.col("n") == 0).then(None).when(pl.col("is_binary")).then(pl.lit("wilson")).otherwise(pl.lit(PENDING))
             .alias("ci_method"))
     table = deviation_table(res)
-    env_scores = env_scores.join(score_settings(res, table), on=["model", "env", "config_id"], how="left")
+    env_scores = env_scores.join(score_settings(res, table), on=["model", "env", "config_id"], how="left", maintain_order="left")
     groups = deviation_groups(table, runs["run_id"].to_list())
     found = source.memo(res, "configs", configs.config_table)
     states = operations.run_states(res)
-    runs = runs.join(states.select("run_id", "state", "live", "last_activity"), on="run_id", how="left")
+    runs = runs.join(states.select("run_id", "state", "live", "last_activity"), on="run_id", how="left", maintain_order="left")
     lines = [*notes.run_state_lines(states, res.resume_work), *notes.config_lines(found, res.pooled),
              *notes.solved_lines(configs.with_labels(failures.solved_notes(res), found))]
     overall = configs.with_labels(scores.overall(env_scores), configs.overall_labels(found), keys=("model",))
