@@ -259,8 +259,8 @@ async def test_tools_mode_has_agentbench_fc_tool_and_step_limit(tmp_path: Path, 
 
 
 def test_options_are_checked() -> None:
-    with pytest.raises(ConfigError, match="option 'workers'"):
+    with pytest.raises(ConfigError, match=r"^alfworld: option workers='many' must be a positive integer"):
         ALFWorldEnvironment(options={"workers": "many"})
-    with pytest.raises(ConfigError, match="option 'capacity'"):
+    with pytest.raises(ConfigError, match=r"^alfworld: option capacity='0' must be a positive integer"):
         ALFWorldEnvironment(options={"capacity": "0"})
     assert ALFWorldEnvironment(options={"capacity": "7"}).capacity == 7
