@@ -30,6 +30,7 @@ from .episode import AgentFn, EpisodeCancelled, EpisodeSpec, run_episode
 from .errors import AgentBenchError, ConfigError, EnvUnavailableError, StoreError, TaskFileError
 from .mock.policy import CALLER_HEADER, EPISODE_HEADER, TASK_HEADER
 from .models import ModelClient, ModelConfig, open_client
+from .models.base import adaptations
 from .models.batches import BatchClient, batch_settings
 from .progress import Progress
 from .records import CallRow, EpisodeRecord
@@ -57,6 +58,7 @@ class RunSummary:
     model_errors: dict[str, Counter[str]] = field(default_factory=dict)  # model -> model_error messages
     # model -> (calls whose Retry-After exceeded retry_after_max_s, the longest asked, the cap)
     retry_after_over_cap: dict[str, tuple[int, float, float]] = field(default_factory=dict)
+    adapted: dict[str, list[str]] = field(default_factory=dict)  # model -> request fields adapted to its server
 
     def model_error_lines(self) -> list[str]:
         """One line per model with model_error episodes, naming its most common error."""
@@ -70,6 +72,11 @@ class RunSummary:
         """One line per model whose server asked for longer pauses than its cap."""
         return [f"{model}: the server asked {n}x to wait longer than retry_after_max_s (up to {asked:g} s); "
                 f"each of those pauses was {cap:g} s" for model, (n, asked, cap) in sorted(self.retry_after_over_cap.items())]  # fmt: skip
+
+    def adaptation_lines(self) -> list[str]:
+        """One line per model whose requests were adapted to what its server refused."""
+        return [f"{model}: the server refused a request field the config left to the engine; sent {', '.join(what)} from then on "
+                "(recorded in runs.config, models[].adapted)" for model, what in sorted(self.adapted.items())]  # fmt: skip
 
     def infra_failed_models(self) -> list[str]:
         """Models whose every episode of this invocation failed for infrastructure reasons (model or env)."""
@@ -184,7 +191,7 @@ class Evaluation:
                 if writer.live_error:
                     self.console.print(f"[yellow]warning: {writer.live_error}[/yellow]", highlight=False)
                 if writer.failure is None:
-                    store.finish_run(run_id, interrupted=summary.interrupted)
+                    store.finish_run(run_id, interrupted=summary.interrupted, adapted=summary.adapted)
         finally:
             for env in envs.values():
                 try:
@@ -267,6 +274,8 @@ class Evaluation:
         summary.seconds = loop.time() - start
         summary.calls = sum(c.stats["calls"] for c in self.progress.clients)
         summary.retries = sum(c.stats["retries"] for c in self.progress.clients)
+        named = [*clients.items(), *([(cfg.judge.name, judge)] if cfg.judge is not None and judge is not None else [])]
+        summary.adapted = {name: what for name, c in named if (what := adaptations(c.stats))}
 
     async def _batched(self, client: ModelClient, done: set[str]) -> ModelClient:
         """A model with ``batch:`` sends its requests through its provider's batch API."""

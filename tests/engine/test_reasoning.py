@@ -33,10 +33,11 @@ def test_split_think_separates_a_leading_block_only():
     assert split_think(text) == (None, text)
 
 
-async def test_openai_reasoning_model_with_defaults_fails_fast_naming_the_field(tmp_path):
+async def test_openai_reasoning_rules_refusing_a_field_the_config_sets_fail_fast_naming_the_field(tmp_path):
     server = await start_mock(reasoning="openai")
     try:
-        summary = await run(echo_config(tmp_path / "r.duckdb", server.base_url, limit=5, max_concurrency=1))
+        summary = await run(echo_config(tmp_path / "r.duckdb", server.base_url, models=[{"name": "mock-oracle", "max_tokens_param": "max_tokens"}],
+                                        limit=5, max_concurrency=1))  # fmt: skip
     finally:
         await server.stop()
     assert summary.statuses == {"model_error": 1} and server.stats["requests"] == 1
@@ -44,7 +45,7 @@ async def test_openai_reasoning_model_with_defaults_fails_fast_naming_the_field(
 
 
 @pytest.mark.parametrize(("settings", "fix"), [
-    ({"max_tokens_param": "max_completion_tokens"}, "temperature: null"),
+    ({"max_tokens_param": "max_completion_tokens", "temperature": 0}, "temperature: null"),
     ({**REASONING_MODEL, "reasoning_effort": "xhigh"}, "reasoning_effort"),  # documented, but not for this model
 ])  # fmt: skip
 async def test_openai_parameter_rules_name_the_config_field(tmp_path, settings, fix):

@@ -5,8 +5,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import aiohttp
+
+from ..limits import ModelLimits
 from ..types import Message, ModelReply, ToolCall, Usage
-from .base import ModelClient
+from .base import ModelClient, ModelConfig
+from .families import anthropic_api_root
+from .network import Route
 from .replies import ReplyReader, add_counts
 
 ANTHROPIC_VERSION = "2023-06-01"
@@ -98,6 +103,11 @@ def _tools_to_anthropic(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
 class AnthropicClient(ModelClient):
     default_base_url = "https://api.anthropic.com/v1"
 
+    def __init__(self, config: ModelConfig, session: aiohttp.ClientSession, limits: ModelLimits, target: Route | None = None) -> None:
+        super().__init__(config, session, limits, target)
+        self.base_url = anthropic_api_root(self.base_url)  # the SDK's host root or the same ending in /v1
+        self.endpoint = f"{self.base_url}/messages"
+
     def _request(self, messages: list[Message], tools: list[dict[str, Any]] | None) -> tuple[str, dict[str, str], dict[str, Any]]:
         system, converted = _to_anthropic(messages)
         body: dict[str, Any] = {"model": self.config.model_id, "messages": converted, "max_tokens": self.config.max_tokens}
@@ -115,7 +125,7 @@ class AnthropicClient(ModelClient):
         headers = {"Content-Type": "application/json", "anthropic-version": ANTHROPIC_VERSION, **self.config.headers}
         if self._api_key:
             headers["x-api-key"] = self._api_key
-        return f"{self.base_url}/messages", headers, body
+        return self.endpoint, headers, body
 
     def _parse(self, body: Any, read: ReplyReader) -> ModelReply:
         body = read.mapping(body, "the body")

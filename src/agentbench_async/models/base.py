@@ -15,6 +15,7 @@ import os
 import random
 import re
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -81,6 +82,9 @@ class ModelConfig:
     # provider batch API (OpenAI Batch API, Anthropic Message Batches): None/false = direct calls; a number =
     # batch size; true = the default size; or a mapping of batches.BatchSettings fields
     batch: Any = None
+    # Not a config field: which of ADAPTABLE the config left to the engine (set when it is read). A server's refusal
+    # of such a field is adapted to once (families.py); a field the config sets always wins.
+    left_to_engine: frozenset[str] = field(default=frozenset(), repr=False)
 
     @property
     def model_id(self) -> str:
@@ -158,7 +162,7 @@ class ModelConfig:
     def public_dict(self) -> dict[str, Any]:
         """The config as stored in ``runs.config`` (no secret in it: the key's variable name only, and a
         proxy URL without its credentials)."""
-        out = dict(self.__dict__)
+        out = {k: v for k, v in self.__dict__.items() if k != "left_to_engine"}
         if self.proxy:
             out["proxy"] = redact_url(self.proxy)
         return out
@@ -170,6 +174,12 @@ class ModelConfig:
 
 
 _DEFAULT_BASE_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com/v1"}
+# What a base_url should look like, for the message of a 404
+_EXPECTED_BASE_URL = {
+    "openai": "the root of an OpenAI-compatible API, where /chat/completions is, usually ending in /v1 (https://api.openai.com/v1, "
+              "http://localhost:8000/v1)",
+    "anthropic": "the host root as Anthropic's SDK takes it (https://api.anthropic.com; /v1 is added) or the same ending in /v1",
+}  # fmt: skip
 
 
 def estimate_tokens(messages: list[Message], tools: list[dict[str, Any]] | None = None) -> int:
@@ -200,6 +210,7 @@ class ModelClient(abc.ABC):
         self.session = session
         self.limits = limits
         self.base_url = (config.base_url or self.default_base_url).rstrip("/")
+        self.endpoint = self.base_url  # where a model call is posted (each provider sets its own)
         self._api_key = config.api_key()
         self._timeout = aiohttp.ClientTimeout(total=config.timeout)
         self._via = request_kwargs(target) if target is not None else {}  # the proxy, decided once
@@ -232,15 +243,28 @@ class ModelClient(abc.ABC):
         Raises ``ContextLimitError`` (prompt too long) or ``ModelError`` (failed for good).
         """
         estimate = self._precheck(messages, tools)
-        url, headers, body = self._request(messages, tools)
-        if task_header and self.config.task_header:
-            headers.update(task_header)
+        first = 1
+        for resent in range(_MAX_ADAPTATIONS + 1):
+            url, headers, body = self._request(messages, tools)
+            if task_header and self.config.task_header:
+                headers.update(task_header)
+            try:
+                return await self._send(url, headers, body, estimate, calls, turn, caller, first)
+            except _Adapted as exc:  # the server refused a field left to the engine: once more with it adapted
+                first = len([c for c in calls if c.turn == turn and c.caller == caller]) + 1
+                if resent == _MAX_ADAPTATIONS:
+                    raise ModelError(f"{self.config.name}: the server refused the request after adapting it: {exc}", fatal=True) from None
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _send(self, url: str, headers: dict[str, str], body: dict[str, Any], estimate: int, calls: list[CallRow],
+                    turn: int, caller: str, first: int) -> ModelReply:  # fmt: skip
+        """One request with its retries (attempts numbered from ``first``)."""
         payload = dumps_body(body)
         try:  # the first attempt outside tenacity: most calls succeed, and the retry machinery costs ~50 us
-            return await self._attempt(url, headers, payload, estimate, calls, turn, 1, caller)
+            return await self._attempt(url, headers, payload, estimate, calls, turn, first, caller, body)
         except RetryableModelError as exc:
             failure = exc
-        attempt_no = 1
+        attempt_no = first
         last_refusal = getattr(failure, "signature", None)
         try:
             if self.config.max_retries == 0:
@@ -257,7 +281,7 @@ class ModelClient(abc.ABC):
                     attempt_no += 1
                     self.stats["retries"] += 1
                     try:
-                        return await self._attempt(url, headers, payload, estimate, calls, turn, attempt_no, caller)
+                        return await self._attempt(url, headers, payload, estimate, calls, turn, attempt_no, caller, body)
                     except _Refused as exc:
                         if exc.signature == last_refusal:
                             self.stats["errors"] += 1
@@ -296,6 +320,7 @@ class ModelClient(abc.ABC):
         turn: int,
         attempt_no: int,
         caller: str,
+        sent: dict[str, Any],
     ) -> ModelReply:
         row = CallRow(turn=turn, attempt=attempt_no, http_status=None, latency_ms=0.0, caller=caller, model=self.config.name)
         calls.append(row)
@@ -319,7 +344,7 @@ class ModelClient(abc.ABC):
                 row.retry_after_s = retry_after
                 status = resp.status
                 if status != 200:
-                    self._refusal(status, raw, retry_after, row)
+                    self._refusal(status, raw, retry_after, row, url, sent)
                 reply = self._read_reply(raw, status, row)
                 slot.report_usage((reply.usage.input_tokens or 0) + (reply.usage.output_tokens or 0))
                 return self._accept(reply, row)
@@ -367,15 +392,19 @@ class ModelClient(abc.ABC):
             raise ContextLimitError("the model stopped because its context window is full (model_context_window_exceeded)")
         return reply
 
-    def _refusal(self, status: int, raw: bytes, retry_after: float | None, row: CallRow) -> None:
-        """Classify a non-200 reply and raise accordingly (never returns)."""
+    def _refusal(self, status: int, raw: bytes, retry_after: float | None, row: CallRow, url: str, sent: dict[str, Any] | None) -> None:
+        """Classify a non-200 reply to the request ``sent`` to ``url`` and raise accordingly (never returns)."""
         body = _json_or_text(raw)
         message = self._redact(_error_message(body))
         row.error = f"HTTP {status}: {message}"[:500]
         fatal = fatal_cause(status, body)
         if fatal is not None:
+            adapted = self._adapt(fatal, sent) if sent is not None else None
+            if adapted is not None:
+                row.note = f"adapted: {adapted}"
+                raise _Adapted(f"{row.error} (adapted: {adapted})")
             self.stats["errors"] += 1
-            self._failed = ModelError(_fatal_message(self.config, status, fatal, message), http_status=status, fatal=True)
+            self._failed = ModelError(_fatal_message(self.config, status, fatal, message, url), http_status=status, fatal=True)
             raise self._failed
         pause = self.config.pause_for(retry_after)  # the row keeps what the server asked (retry_after_s)
         if status == 429:
@@ -390,6 +419,15 @@ class ModelClient(abc.ABC):
             raise _Refused(row.error, http_status=status, signature=(status, raw[:4000]))
         raise ModelError(f"{self.config.name} ({self.config.base_url or self.config.provider}): HTTP {status}, the request "
                          f"was rejected: {message}", http_status=status)  # fmt: skip
+
+    def _adapt(self, cause: tuple[str, str | None], sent: dict[str, Any]) -> str | None:
+        """For a refusal no retry fixes (``cause``) of the request ``sent``: what was adapted so that the request
+        can go again (also when another call adapted it meanwhile), or None (the refusal stands). Providers whose
+        clients adapt nothing keep this."""
+        return None
+
+    def _record_adaptation(self, what: str) -> None:
+        self.stats[_ADAPTED + what] = 1
 
     def _budget_or_window(self, reply: ModelReply, row: CallRow) -> None:
         """An empty reply cut by the length limit: the output budget ran out (returned to the environment
@@ -415,6 +453,19 @@ class ModelClient(abc.ABC):
         if self._api_key and self._api_key in text:
             text = text.replace(self._api_key, "***")
         return _KEY_ECHO.sub("***", text) if "-" in text else text
+
+
+_MAX_ADAPTATIONS = 2  # a request is sent again at most twice after adapting (the token field, the temperature)
+_ADAPTED = "adapted: "
+
+
+def adaptations(stats: Mapping[str, Any]) -> list[str]:
+    """What a model's requests were adapted to (from its client's ``stats``, also when summed over workers)."""
+    return sorted(k.removeprefix(_ADAPTED) for k, v in stats.items() if k.startswith(_ADAPTED) and v)
+
+
+class _Adapted(Exception):
+    """The server refused a field the config left to the engine; it was adapted: send the request again."""
 
 
 class _Refused(RetryableModelError):
@@ -475,7 +526,7 @@ def _param_fix(param: str | None) -> str:
     return "remove the parameter the message names from the model's config"
 
 
-def _fatal_message(config: ModelConfig, status: int, cause: tuple[str, str | None], message: str) -> str:
+def _fatal_message(config: ModelConfig, status: int, cause: tuple[str, str | None], message: str, url: str) -> str:
     """One line: which model, the cause, the fix; the server's own words last."""
     kind, param = cause
     where = f"{config.name} ({config.base_url or config.provider})"
@@ -489,6 +540,7 @@ def _fatal_message(config: ModelConfig, status: int, cause: tuple[str, str | Non
         "payment_required": f"the account behind {key} is out of credit or balance; add credit at the provider",
         "invalid_key": f"the server refused the API key from {key}; check the key (and api_key_env)",
         "permission": f"the key from {key} may not use this model or endpoint; check the key's permissions and the model",
-        "not_found": f"model {config.model_id!r} or the endpoint was not found; check model and base_url",
+        "not_found": f"model {config.model_id!r} or the endpoint was not found (POST {redact_url(url)}); check model and "
+                     f"base_url: {_EXPECTED_BASE_URL.get(config.provider, 'the API root')}",
     }[kind]  # fmt: skip
     return f"{where}: HTTP {status}, {text}. Server said: {message}"

@@ -35,7 +35,7 @@ from ..mock.policy import EPISODE_HEADER
 from ..records import CallRow, now
 from ..store.batch_ledger import BatchLedger, Recorded, RequestEntry
 from ..types import Message, ModelReply
-from .base import ModelClient, _Refused, backoff_seconds
+from .base import _MAX_ADAPTATIONS, ModelClient, _Adapted, _Refused, backoff_seconds
 from .batch_api import BATCH_APIS, BatchAPI, BatchLine, BatchState, ItemResult, QueueFull
 
 DEFAULT_SIZE = 100
@@ -169,7 +169,7 @@ class BatchClient:
         episode_id = (task_header or {}).get(EPISODE_HEADER, "")
         key = request_key(body, episode_id, caller, turn)
         headers = dict(task_header) if task_header and self.config.task_header else None
-        attempt, retries_used, last_refusal = 0, 0, None
+        attempt, retries_used, last_refusal, adapted = 0, 0, None, 0
         while True:
             recorded = self._recorded.pop(key, None)
             attempt = recorded.attempt if recorded is not None else attempt + 1
@@ -193,10 +193,17 @@ class BatchClient:
                 results = await asyncio.shield(self._results_future(batch_id))
                 row.latency_ms = (time.perf_counter() - start) * 1000
                 self.stats["calls"] += 1
-                return self._read(results.get(custom_id), batch_id, row)
+                return self._read(results.get(custom_id), batch_id, row, body)
             except QueueFull as exc:  # the provider refused the whole batch: not the request's fault
                 row.error = str(exc)[:300]
                 row.latency_ms = (time.perf_counter() - start) * 1000
+                continue
+            except _Adapted:  # a field left to the engine was refused and adapted: the request goes again, changed
+                adapted += 1
+                if adapted > _MAX_ADAPTATIONS:
+                    raise ModelError(f"{self.config.name}: the batch API refused the request after adapting it: {row.error}", fatal=True) from None
+                _, _, body = client._request(messages, tools)
+                key = request_key(body, episode_id, caller, turn)
                 continue
             except _Refused as exc:
                 if last_refusal == exc.signature:
@@ -217,7 +224,7 @@ class BatchClient:
             self.stats["retries"] += 1
             await asyncio.sleep(backoff_seconds(self.config, retries_used, failure) / 10)
 
-    def _read(self, result: ItemResult | None, batch_id: str, row: CallRow) -> ModelReply:
+    def _read(self, result: ItemResult | None, batch_id: str, row: CallRow, sent: dict[str, Any]) -> ModelReply:
         """The request's result -> the reply, or the exception the direct path would raise."""
         client = self.client
         if result is None:
@@ -235,7 +242,7 @@ class BatchClient:
         if result.status is None:
             row.error = f"batch {batch_id}: {result.body.decode('utf-8', 'replace')}"[:300]
             raise RetryableModelError(row.error)
-        client._refusal(result.status, result.body, None, row)  # raises what the direct path would
+        client._refusal(result.status, result.body, None, row, client.endpoint, sent)  # raises what the direct path would
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _results_future(self, batch_id: str) -> asyncio.Future[dict[str, ItemResult]]:

@@ -20,7 +20,8 @@ class OpenAIClient(ModelClient):
 
     def __init__(self, config: ModelConfig, session: aiohttp.ClientSession, limits: ModelLimits, target: Route | None = None) -> None:
         super().__init__(config, session, limits, target)
-        # the fixed part of every request body, built once
+        self.endpoint = f"{self.base_url}/chat/completions"
+        # the fixed part of every request body, built once (and changed when the server refuses a field left to the engine)
         fixed: dict[str, Any] = {config.max_tokens_field: config.max_tokens}
         if config.temperature is not None:  # temperature: null omits it (reasoning models take only their default)
             fixed["temperature"] = config.temperature
@@ -37,7 +38,33 @@ class OpenAIClient(ModelClient):
         headers = {"Content-Type": "application/json", **self.config.headers}
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
-        return f"{self.base_url}/chat/completions", headers, body
+        return self.endpoint, headers, body
+
+    def _adapt(self, cause: tuple[str, str | None], sent: dict[str, Any]) -> str | None:
+        """``unsupported_parameter`` for the token field: the other one; ``unsupported_value``/``unsupported_parameter``
+        for the temperature: none. Only for a field the config left to the engine and extra_body does not set."""
+        kind, param = cause
+        if kind not in ("unsupported_parameter", "unsupported_value") or param not in sent or param in self.config.extra_body:
+            return None
+        fields = {"max_tokens": "max_completion_tokens", "max_completion_tokens": "max_tokens"}
+        if param in fields and kind == "unsupported_parameter":
+            other = fields[param]
+            what = f"{other} instead of {param}"
+            if other not in self._fixed:  # (else another call switched it meanwhile: just send again)
+                if "max_tokens_param" not in self.config.left_to_engine:
+                    return None
+                self._fixed[other] = self._fixed.pop(param)
+                self._record_adaptation(what)
+            return what
+        if param == "temperature":
+            what = "no temperature (the server takes only its default)"
+            if "temperature" in self._fixed:
+                if "temperature" not in self.config.left_to_engine:
+                    return None
+                del self._fixed["temperature"]
+                self._record_adaptation(what)
+            return what
+        return None
 
     def _parse(self, body: Any, read: ReplyReader) -> ModelReply:
         body = read.mapping(body, "the body")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -81,9 +82,18 @@ class Store:
             raise write_failure(self.path, exc, "registering the run") from None
         return run_id
 
-    def finish_run(self, run_id: str, *, interrupted: bool) -> None:
+    def finish_run(self, run_id: str, *, interrupted: bool, adapted: Mapping[str, list[str]] | None = None) -> None:
+        """The run's end; ``adapted``: per model, what its requests were adapted to (stored as ``adapted`` in the model's
+        entry of ``runs.config``)."""
         try:
             self.con.execute("UPDATE runs SET finished_at = ?, interrupted = ? WHERE run_id = ?", [utcnow(), interrupted, run_id])
+            if adapted:
+                row = self.con.execute("SELECT config FROM runs WHERE run_id = ?", [run_id]).fetchone()
+                config = json.loads(row[0]) if row else {}
+                for model in [*(config.get("models") or []), config.get("judge") or {}]:
+                    if model.get("name") in adapted:
+                        model["adapted"] = adapted[model["name"]]
+                self.con.execute("UPDATE runs SET config = ? WHERE run_id = ?", [json.dumps(config), run_id])
         except WRITE_FAILURES as exc:
             raise write_failure(self.path, exc, "recording the end of the run") from None
 
