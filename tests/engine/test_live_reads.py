@@ -7,6 +7,7 @@ line (``--task-header``, no YAML); the tests read the file with ``load()`` as re
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -16,10 +17,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 from engine_support import mock_process
 
-from agentbench_async.analytics import load
+from agentbench_async.analytics import commands, load
 from agentbench_async.store.live import live_dir, read_status
 
 
@@ -48,6 +50,13 @@ def _run(out: Path, url: str, *, tasks: int, turns: int, concurrency: int) -> su
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "agentbench_async.cli", *args], capture_output=True, text=True,
                           env={**os.environ, "COLUMNS": "120"}, timeout=60)  # fmt: skip
+
+
+def _report(out: Path) -> str:
+    """What `agentbench report` prints (in this process), whitespace squeezed."""
+    console = Console(width=120, record=True, color_system=None, file=open(os.devnull, "w"))  # noqa: SIM115
+    commands.report([out], html=None, json_out=False, console=console)
+    return " ".join(console.export_text().split())
 
 
 def _wait_for_file(out: Path, proc: subprocess.Popen[str]) -> None:
@@ -138,6 +147,20 @@ def test_a_long_episode_is_visible_turn_by_turn(tmp_path: Path, mock_url: str) -
         assert res.sql("SELECT count(*) FROM live_turns").item() == 0
 
 
+@pytest.mark.parametrize("mock_url", [300], indirect=True)  # a slow model: the run is still going when `report` reads it
+def test_report_on_a_file_being_written_says_it_is_a_snapshot(tmp_path: Path, mock_url: str) -> None:
+    out = tmp_path / "run.duckdb"
+    proc = _run(out, mock_url, tasks=6, turns=20, concurrency=3)
+    _wait_for_file(out, proc)
+    reported = _report(out)
+    assert proc.poll() is None, "the run ended before report read it"
+    assert re.search(r"run \w+ is writing this file now: this is a snapshot of the \d+ episodes? it finished so far, not a final "
+                     "result", reported), reported
+    assert proc.wait(timeout=120) == 0
+    final = _report(out)  # the run ended: nothing left unfinished, nothing to say
+    assert "writing this file now" not in final and "did not finish" not in final and "re-runs" not in final
+
+
 def test_kill_9_in_the_middle_leaves_a_file_that_resumes(tmp_path: Path, mock_url: str) -> None:
     out = tmp_path / "run.duckdb"
     proc = _run(out, mock_url, tasks=400, turns=8, concurrency=100)
@@ -156,6 +179,10 @@ def test_kill_9_in_the_middle_leaves_a_file_that_resumes(tmp_path: Path, mock_ur
         done = res.sql("SELECT count(*) FROM episodes").item()
         unfinished = res.sql("SELECT count(DISTINCT episode_id) FROM live_turns").item()
         assert _half_written(res) == 0 and 50 <= done < 400 and unfinished > 0
+    # `report` says the run did not finish, and what a resume re-runs: the unfinished episodes (and tasks not started)
+    reported = _report(out)
+    assert "did not finish: no end was recorded (its process was stopped or killed" in reported
+    assert f"it re-runs {unfinished} episode{'s' if unfinished != 1 else ''} ({unfinished} unfinished) and any task not started yet" in reported
     resumed = _run(out, mock_url, tasks=400, turns=8, concurrency=100)
     _, err = resumed.communicate(timeout=120)
     assert resumed.returncode == 0, err
