@@ -7,9 +7,10 @@
    engine gave (19-28 games each): baseline2 beat baseline1 27/27 first, 24/27 second; baseline2 mirror:
    first mover 19/19, ending around state 32; baseline1 mirror: first mover 17/28, around state 39.
 2. Oracle episodes through the real episode loop (``testing.play``: mock policy -> parser -> engine ->
-   opponent -> metric) over ``--episodes`` generated samples, ``--concurrency`` at once; its win rate.
+   opponent -> metric, AgentBench's history rule) over ``--episodes`` generated samples, ``--concurrency``
+   at once; its win rate. For each mode: AgentBench's game (default) and the fixed game (``fixes=true``).
 3. Memory: ``--live`` sessions opened and played for 10 decisions each, tracemalloc growth per session
-   (session state plus the conversation the engine keeps). Prints numbers, asserts nothing.
+   (session state plus the conversation the engine keeps), for each mode. Prints numbers, asserts nothing.
 """
 
 from __future__ import annotations
@@ -63,8 +64,11 @@ def _baselines(games: int) -> None:
         )
 
 
-async def _oracle(episodes: int, concurrency: int) -> None:
-    env = CardGameEnvironment(options={"test_time": str(max(1, episodes // 4))})
+MODES = {"agentbench": {}, "fixed": {"fixes": "true"}}
+
+
+async def _oracle(episodes: int, concurrency: int, mode: str) -> None:
+    env = CardGameEnvironment(options={"test_time": str(max(1, episodes // 4)), **MODES[mode]})
     tasks = list(env.tasks("test"))[:episodes]
     sem = asyncio.Semaphore(concurrency)
     replies = 0
@@ -72,7 +76,7 @@ async def _oracle(episodes: int, concurrency: int) -> None:
     async def one(task):  # type: ignore[no-untyped-def]
         nonlocal replies
         async with sem:
-            record = await play(env, task, "oracle")
+            record = await play(env, task, "oracle", history="agentbench")
             replies += record.n_turns
             return record
 
@@ -80,13 +84,16 @@ async def _oracle(episodes: int, concurrency: int) -> None:
     records = await asyncio.gather(*(one(t) for t in tasks))
     elapsed = time.perf_counter() - start
     wins = sum(r.success for r in records)
-    print(f"oracle: {len(records)} episodes at concurrency {concurrency} in {elapsed:.2f}s")
+    rows = sum(len(r.turns) for r in records) / len(records)
+    chars = sum(len(t.content or "") for r in records for t in r.turns) / len(records)
+    print(f"oracle, {mode} mode: {len(records)} episodes at concurrency {concurrency} in {elapsed:.2f}s")
     print(f"  episodes/s: {len(records) / elapsed:.1f}   model replies/s: {replies / elapsed:.0f}   wins: {wins}/{len(records)}   "
           f"mean score: {sum(r.score for r in records) / len(records):.3f}")
+    print(f"  transcript per episode (turns rows, what DuckDB stores): {rows:.0f} messages, {chars / 1024:.0f} KiB of text")
 
 
-async def _memory(live: int, decisions: int = 10) -> None:
-    env = CardGameEnvironment(options={"test_time": "25"})
+async def _memory(live: int, mode: str, decisions: int = 10) -> None:
+    env = CardGameEnvironment(options={"test_time": "25", **MODES[mode]})
     tasks = list(env.tasks("test"))
     gc.collect()
     tracemalloc.start()
@@ -104,14 +111,17 @@ async def _memory(live: int, decisions: int = 10) -> None:
                 continue
             reply = run_policy(POLICIES["oracle"], tasks[i % len(tasks)], histories[i], None, f"mem-{i}")
             step = await session.step(ModelReply(content=reply.content))
-            if step.outcome is None:
+            if step.outcome is None and step.restart:  # AgentBench's game: each call is its own conversation
+                histories[i] = list(step.observation)
+            elif step.outcome is None:
                 histories[i] += [{"role": "assistant", "content": reply.content}, *step.observation]
             else:
                 done.add(i)
     gc.collect()
     used = tracemalloc.get_traced_memory()[0] - base
     tracemalloc.stop()
-    print(f"memory: {live} live episodes after {decisions} decisions (session + conversation): {used / live / 1024:.1f} KiB per episode")
+    print(f"memory, {mode} mode: {live} live episodes after {decisions} decisions (session + conversation): "
+          f"{used / live / 1024:.1f} KiB per episode")
 
 
 async def main() -> None:
@@ -123,8 +133,9 @@ async def main() -> None:
     args = parser.parse_args()
     print(f"card_game capacity (episodes at once): {CardGameEnvironment().capacity}")
     _baselines(args.games)
-    await _oracle(args.episodes, args.concurrency)
-    await _memory(args.live)
+    for mode in MODES:
+        await _oracle(args.episodes, args.concurrency, mode)
+        await _memory(args.live, mode)
 
 
 if __name__ == "__main__":

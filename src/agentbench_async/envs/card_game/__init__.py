@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ...errors import ConfigError
+from ...settings import Deviation
 from ..base import Environment, EpisodeContext, Session, Task
 from ..options import Option, bool_option, int_option
 from .agentbench_session import AgentBenchSession, TimeLimits
@@ -51,8 +52,9 @@ class CardGameEnvironment(Environment):
     metric: ClassVar[str] = "reward (0.7 win + 0.3 damage)"
     supports_tools: ClassVar[bool] = False  # AgentBench FC defines no tools for the card game
     requires: ClassVar[str] = "nothing (the game engine is built in)"
-    # upstream fixes test_time per split (3 dev, 5 std); another value plays other games than the paper's
-    result_options: ClassVar[dict[str, Any]] = {"test_time": None, "fixes": "false", "decision_seconds": 300, "game_seconds": 600}
+    # upstream fixes test_time per split (3 dev, 5 std); another value plays other games than the paper's.
+    # fixes and the wording are judged by deviations() below.
+    result_options: ClassVar[dict[str, Any]] = {"test_time": None, "decision_seconds": 300, "game_seconds": 600}
     builtin_is_official: ClassVar[bool] = True  # the built-in samples are upstream's generation itself
     option_specs: ClassVar[dict[str, Option]] = {
         "test_time": Option("int", "games per opponent and seat"),
@@ -61,10 +63,24 @@ class CardGameEnvironment(Environment):
         "game_seconds": Option("int", "model time per game, 0 for none", minimum=0),
     }
 
+    @classmethod
+    def deviations(cls, data_dir: object, options: dict[str, Any], action_mode: str) -> list[Deviation]:
+        out = []
+        fixed = str(options.get("fixes", "false")).strip().lower() != "false"  # judged from stored settings: never raises
+        if fixed:
+            out.append(Deviation("card_game.fixes", "true: one conversation, eel and sunfish skills sent, display corrected, "
+                                 "no time limits", "two conversations with the rules re-inserted, eel and sunfish skills "
+                                 "refused, upstream's display, 300 s per decision and 600 s per game", "the game differs",
+                                 envs=("card_game",)))  # fmt: skip
+        if fixed or not data_dir:
+            out.append(Deviation("card_game.prompts", "the project's own wording", "upstream's texts, read from --data-dir",
+                                 "prompt wording differs", envs=("card_game",)))  # fmt: skip
+        return out
+
     def __init__(self, *, data_dir: Path | None = None, options: dict[str, Any] | None = None) -> None:
         super().__init__(data_dir=data_dir, options=options)
         self.test_time = _test_time(self.options.get("test_time"))
-        self.fixes = bool_option("card_game", "fixes", self.options.get("fixes", False))
+        self.fixes = _fixes(self.options.get("fixes", False))
         for key in ("decision_seconds", "game_seconds"):
             if self.fixes and key in self.options:
                 raise ConfigError(f"card_game: option {key} applies to AgentBench's game; the fixed game (fixes=true) has no time limits")
@@ -100,6 +116,10 @@ class CardGameEnvironment(Environment):
         if self.fixes:
             return FixedSession(task, ctx)
         return AgentBenchSession(task, ctx, self.wording, self.limits)
+
+
+def _fixes(value: object) -> bool:
+    return bool_option("card_game", "fixes", value)
 
 
 def _test_time(value: object) -> int | None:

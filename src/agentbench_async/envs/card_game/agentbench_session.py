@@ -51,6 +51,7 @@ class AgentBenchSession(GameSession):
     def __init__(self, task: Task, ctx: EpisodeContext, wording: Wording, limits: TimeLimits) -> None:
         super().__init__(task, ctx)
         self.wording = wording
+        self.wording_source = wording.source
         self.limits = limits
         self.view = ClientView(self.seat, wording)
         self._history: dict[str, list[tuple[str, str]]] = {"guess": [], "action": []}  # assert_history, history

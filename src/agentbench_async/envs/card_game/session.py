@@ -61,6 +61,7 @@ class GameSession(Session):
 
     mode = ""  # "agentbench" or "fixed", stored in the episode's details
     upstream_client = False  # read actions as upstream's client does (protocol.parse_action(upstream=...))
+    wording_source = "own"  # where the texts came from (details.wording)
 
     def __init__(self, task: Task, ctx: EpisodeContext) -> None:
         data = task.data
@@ -238,6 +239,7 @@ class GameSession(Session):
             "round_num": game.state,
             # the sample and how the game ended
             "mode": self.mode,
+            "wording": self.wording_source,
             "stage": self._data["stage"],
             "base": self.base,
             "agent": seat,
