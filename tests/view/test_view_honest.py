@@ -11,7 +11,10 @@ from pathlib import Path
 from urllib.parse import quote
 
 import duckdb
+from engine_support import serve_app
 from view_support import get, viewer, writer
+
+from agentbench_async.view import Source, make_app
 
 from analytics_support import mind2web_rounds, two_configurations  # noqa: E402 (on the path through view_support)
 
@@ -47,6 +50,15 @@ async def test_two_configurations_are_two_rows_on_every_page(tmp_path: Path) -> 
     assert "One model in two configurations: A and B differ in history: agentbench vs full." in text
     assert "A = alpha (history: agentbench) vs B = alpha (history: full)" in text and "4 pairs" in text
     assert 'name="ca"' in compare and 'name="cb"' in compare  # the configuration of each side is a choice
+
+
+async def test_view_pool_merges_configurations_on_purpose(tmp_path: Path) -> None:
+    path = two_configurations(writer(tmp_path))
+    async with serve_app(make_app(Source([path], pool=True))) as port:
+        _, overview, _ = await get(f"http://127.0.0.1:{port}/")
+    kg = [r for r in _rows(overview, "scores") if " · kg" in r]
+    assert len(kg) == 1 and kg[0].startswith("alpha (pooled: 2 configurations) · kg F1") and " 9 " in f" {kg[0]} "
+    assert "--pool: rows merge several configurations (alpha · kg)" in _text(overview)
 
 
 async def test_transcripts_mark_environment_text_and_show_no_placeholders(tmp_path: Path) -> None:
