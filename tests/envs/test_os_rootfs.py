@@ -12,8 +12,9 @@ from agentbench_async import statuses as st
 from agentbench_async.envs.base import EpisodeContext, Task
 from agentbench_async.envs.os_interaction import OSEnvironment, OSSession
 from agentbench_async.envs.os_interaction import rootfs as rootfs_mod
-from agentbench_async.envs.os_interaction import sandbox as sandbox_mod
-from agentbench_async.envs.os_interaction.sandbox import Limits, _Cgroups
+from agentbench_async.envs.os_interaction import cgroups as cgroups_mod
+from agentbench_async.envs.os_interaction.cgroups import Cgroups as _Cgroups
+from agentbench_async.envs.os_interaction.limits import Limits
 from agentbench_async.errors import EnvUnavailableError
 from agentbench_async.types import ModelReply, ToolCall
 
@@ -88,7 +89,7 @@ def _fake_v2(tmp_path: Path, subtree_control: str) -> tuple[Path, Path]:
 
 
 def test_cgroup_v2_needs_delegation_else_rlimits_with_one_warning(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    sandbox_mod._warned.clear()
+    cgroups_mod._warned.clear()
     root, self_cgroup = _fake_v2(tmp_path, "cpu\n")  # controllers exist at the root, not delegated to us
     for _ in range(3):
         cg = _Cgroups("agentbench-os-t1", Limits(), root, self_cgroup)
@@ -106,19 +107,19 @@ def test_cgroup_v2_needs_delegation_else_rlimits_with_one_warning(tmp_path: Path
 
 
 def test_cgroup_write_failure_leaves_nothing_behind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    sandbox_mod._warned.clear()
+    cgroups_mod._warned.clear()
     root, self_cgroup = _fake_v2(tmp_path, "memory pids")
 
     def refuse(path: Path, value: str) -> None:
         raise PermissionError(13, "Permission denied", str(path))
 
-    monkeypatch.setattr(sandbox_mod, "_write", refuse)
+    monkeypatch.setattr(cgroups_mod, "_write", refuse)
     cg = _Cgroups("agentbench-os-t3", Limits(), root, self_cgroup)
     assert cg.memory is None and cg.pids is None
     assert not (root / "user.slice" / "engine.scope" / "agentbench-os-t3").exists()  # the mkdir is undone
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "memory.max" in err and "rlimits" in err
-    sandbox_mod._warned.clear()
+    cgroups_mod._warned.clear()
 
 
 def _session(mode: str = "text") -> OSSession:

@@ -23,26 +23,24 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import marshal
 import os
-import pwd
 import shutil
 import signal
-import socket
-import subprocess
-import sys
 import tempfile
-import time
 import uuid
-import weakref
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ...errors import EnvError, EnvUnavailableError
-from .process import Child, kill_process_group, off_loop, spawn
+from .cgroups import Cgroups as _Cgroups
+from .cgroups import counter, read_pids
+from .control import WardenChannel, take_warden
+from .idmap import ID_COUNT, ROOT_ID_BASE, IdMap, host_idmap
+from .limits import Limits
+from .process import Child, kill_process_group, off_loop
 from .seccomp import filter_program
+
+__all__ = ["CAPS", "ROOT_ID_BASE", "IdMap", "Limits", "Sandbox", "SandboxProcess", "check_available", "host_idmap"]
 
 SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # fd 250 of a check is the pristine image (read-only): its tools come first, the episode's after
@@ -52,11 +50,7 @@ HOSTNAME = "agentbench"
 # What root inside the sandbox may do: own files, change modes/owners, switch users, signal its own
 # processes — all only inside its user namespace. No CAP_SYS_ADMIN (mounts), CAP_MKNOD, CAP_NET_*, CAP_SYS_PTRACE.
 CAPS = ("CHOWN", "DAC_OVERRIDE", "DAC_READ_SEARCH", "FOWNER", "FSETID", "KILL", "SETGID", "SETUID", "AUDIT_WRITE")
-# Root mode: the sandbox's ids 0..65535 are host ids 0x70000000.., which no account owns (checked).
-ROOT_ID_BASE = 0x70000000
-ID_COUNT = 65536
 _TOOLS = ("bwrap",)
-_WARDEN = Path(__file__).with_name("_warden.py")
 _STATE_PREFIX = "agentbench-os-"
 
 
@@ -70,81 +64,6 @@ def _process_tag(pid: int) -> str | None:
 
 
 _RUN_TAG = _process_tag(os.getpid()) or str(os.getpid())
-
-
-@dataclass(frozen=True)
-class Limits:
-    """Per-episode resource limits."""
-
-    memory_mb: int = 512  # processes; the episode's files in memory (disk, /dev/shm) are counted on top
-    pids: int = 256
-    disk_mb: int = 512  # the writable layer (tmpfs): full means ENOSPC
-    cpu_seconds: int = 600  # RLIMIT_CPU of every sandbox process
-    nofile: int = 1_048_576  # std-004-Q09 needs more than 123321
-    shm_mb: int = 64  # /dev/shm (Docker's default size)
-
-
-@dataclass(frozen=True)
-class IdMap:
-    """How the sandbox's ids 0..count-1 map onto host ids, and who writes the map."""
-
-    uid_base: int
-    gid_base: int
-    count: int
-    helper: bool = False  # newuidmap/newgidmap (an ordinary user's /etc/subuid range)
-
-    @property
-    def setgroups(self) -> bool:
-        """Whether the namespace may call setgroups (not with a single-id map an ordinary user wrote)."""
-        return self.count > 1 or os.geteuid() == 0
-
-    @property
-    def several_users(self) -> bool:
-        return self.count > 1
-
-    def apply(self, pid: int) -> None:
-        """Write the maps of ``pid``'s new user namespace (blocking; called off the event loop)."""
-        if self.helper:
-            for tool, base in (("newuidmap", self.uid_base), ("newgidmap", self.gid_base)):
-                done = subprocess.run([tool, str(pid), "0", str(base), str(self.count)], capture_output=True, timeout=30)
-                if done.returncode != 0:
-                    why = " ".join(done.stderr.decode(errors="replace").split())
-                    raise EnvError(f"{tool} failed ({why})")
-            return
-        if not self.setgroups:
-            Path(f"/proc/{pid}/setgroups").write_text("deny")
-        Path(f"/proc/{pid}/uid_map").write_text(f"0 {self.uid_base} {self.count}\n")
-        Path(f"/proc/{pid}/gid_map").write_text(f"0 {self.gid_base} {self.count}\n")
-
-
-def _subid_range(path: Path, user: str, uid: int) -> tuple[int, int] | None:
-    try:
-        lines = path.read_text().splitlines()
-    except OSError:
-        return None
-    for line in lines:
-        parts = line.strip().split(":")
-        if len(parts) == 3 and parts[0] in (user, str(uid)) and parts[1].isdigit() and parts[2].isdigit():
-            return int(parts[1]), int(parts[2])
-    return None
-
-
-def host_idmap(etc: Path = Path("/etc")) -> IdMap:
-    """The id range for sandboxes of this process: root's fixed unowned range, an ordinary user's
-    ``/etc/subuid``/``/etc/subgid`` range (through newuidmap/newgidmap), else the user's own id alone."""
-    uid = os.geteuid()
-    if uid == 0:
-        return IdMap(ROOT_ID_BASE, ROOT_ID_BASE, ID_COUNT)
-    try:
-        user = pwd.getpwuid(uid).pw_name
-    except KeyError:
-        user = str(uid)
-    subuid = _subid_range(etc / "subuid", user, uid)
-    subgid = _subid_range(etc / "subgid", user, uid)
-    helpers = shutil.which("newuidmap") and shutil.which("newgidmap")
-    if subuid and subgid and helpers and min(subuid[1], subgid[1]) >= ID_COUNT:
-        return IdMap(subuid[0], subgid[0], ID_COUNT, helper=True)
-    return IdMap(uid, os.getegid(), 1)
 
 
 def _host_tool(name: str) -> str:
@@ -214,7 +133,7 @@ def _sweep_stale(tmp: Path | None = None, cgroup_root: Path = Path("/sys/fs/cgro
         if not pid.isdigit() or _process_tag(int(pid)) == tag:
             continue  # a live engine's (or not ours)
         if path.is_dir() and str(path).startswith(str(cgroup_root)):
-            for victim in _read_pids(path):
+            for victim in read_pids(path):
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.kill(victim, signal.SIGKILL)
             with contextlib.suppress(OSError):
@@ -238,143 +157,6 @@ def _own_cgroup_dirs(top: Path) -> list[Path]:
 _swept = False
 
 
-_CONTROLLERS = ("memory", "pids")
-_warned: set[str] = set()
-
-
-def _warn_once(message: str) -> None:
-    if message not in _warned:
-        _warned.add(message)
-        print(f"warning: {message}", file=sys.stderr, flush=True)
-
-
-class _Cgroups:
-    """The episode's cgroup (the v2 unified tree or v1 hierarchies) when the host delegates the controllers.
-
-    v2: a child of the process's own cgroup gets the memory and pids controllers only if they are enabled
-    in that cgroup's ``cgroup.subtree_control`` (what ``cgroup.controllers`` at the root lists is not enough).
-    When they are not, or creating/configuring the child fails, nothing is left behind and the sandbox falls
-    back to rlimits (``ulimit -v`` per process for memory; the process count is then enforced by scanning
-    the sandbox's pid namespace), with one warning line per run.
-    """
-
-    def __init__(self, name: str, limits: Limits, root: Path = Path("/sys/fs/cgroup"), self_cgroup: Path = Path("/proc/self/cgroup")) -> None:
-        self.dirs: list[Path] = []
-        self.memory: Path | None = None
-        self.pids: Path | None = None
-        try:
-            if (root / "cgroup.controllers").exists():
-                self._v2(root, _own_cgroup("", self_cgroup), name, limits)
-            else:
-                self._v1(root, self_cgroup, name, limits)
-        except OSError as exc:
-            self.remove()
-            self.memory = self.pids = None
-            _warn_once(f"os: cannot set up the episode cgroup ({exc}); using rlimits instead (memory per process, no cgroup pid limit)")
-
-    def _v2(self, root: Path, own: str, name: str, limits: Limits) -> None:
-        base = root / own.lstrip("/")
-        try:
-            delegated = set((base / "cgroup.subtree_control").read_text().split())
-        except OSError:
-            delegated = set()
-        missing = [c for c in _CONTROLLERS if c not in delegated]
-        if missing:
-            _warn_once(
-                f"os: cgroup v2 controller(s) {', '.join(missing)} not delegated to {base} (its cgroup.subtree_control: "
-                f"{' '.join(sorted(delegated)) or 'empty'}); using rlimits instead (memory per process, pid count by scanning)"
-            )
-            return
-        path = base / name
-        path.mkdir()
-        self.dirs.append(path)
-        _write(path / "memory.max", str(_memory_budget(limits)))
-        with contextlib.suppress(OSError):  # absent without swap accounting
-            _write(path / "memory.swap.max", "0")
-        _write(path / "pids.max", str(limits.pids + _OWN_PROCESSES))
-        self.memory = self.pids = path
-
-    def _v1(self, root: Path, self_cgroup: Path, name: str, limits: Limits) -> None:
-        for ctrl in _CONTROLLERS:
-            hier = root / ctrl
-            if not hier.is_dir():
-                continue
-            path = hier / _own_cgroup(ctrl, self_cgroup).lstrip("/") / name
-            try:
-                path.mkdir()
-            except OSError:
-                continue
-            self.dirs.append(path)
-            if ctrl == "memory":
-                _write(path / "memory.limit_in_bytes", str(_memory_budget(limits)))
-                with contextlib.suppress(OSError):
-                    _write(path / "memory.memsw.limit_in_bytes", str(_memory_budget(limits)))
-                self.memory = path
-            else:
-                _write(path / "pids.max", str(limits.pids + _OWN_PROCESSES))
-                self.pids = path
-        if self.memory is None or self.pids is None:
-            _warn_once("os: cgroup v1 memory/pids hierarchies are not writable here; using rlimits for what is missing")
-
-    @property
-    def procs_files(self) -> list[str]:
-        return [str(d / "cgroup.procs") for d in self.dirs]
-
-    def pids_in(self) -> list[int]:
-        return _read_pids(self.pids) if self.pids is not None else []
-
-    def remove(self) -> None:
-        """Remove the episode's cgroup directories (killing stragglers first); never raises."""
-        deadline = time.monotonic() + 2.0
-        while self.dirs and not self._try_remove() and time.monotonic() < deadline:
-            time.sleep(0.001)
-        self.dirs = []
-
-    def _try_remove(self) -> bool:
-        left = []
-        for d in self.dirs:
-            try:
-                d.rmdir()
-            except FileNotFoundError:
-                pass
-            except OSError:
-                left.append(d)
-                for pid in _read_pids(d):
-                    with contextlib.suppress(ProcessLookupError):
-                        os.kill(pid, signal.SIGKILL)
-        self.dirs = left
-        return not left
-
-
-_OWN_PROCESSES = 3  # the warden, bubblewrap's monitor and the keeper
-_WARDEN_MB = 32  # the warden's own memory, in the episode's cgroup (it is never the one killed: oom_score_adj)
-
-
-def _memory_budget(limits: Limits) -> int:
-    """memory.max in bytes: the processes' limit plus the episode's in-memory files (its disk and /dev/shm
-    are tmpfs, charged to the same cgroup): a full disk is ENOSPC, never an out-of-memory kill."""
-    return (limits.memory_mb + limits.disk_mb + limits.shm_mb + _WARDEN_MB) << 20
-
-
-def _own_cgroup(controller: str, self_cgroup: Path = Path("/proc/self/cgroup")) -> str:
-    for line in self_cgroup.read_text().splitlines():
-        _, ctrls, path = line.split(":", 2)
-        if (controller == "" and ctrls == "") or controller in ctrls.split(","):
-            return path
-    return "/"
-
-
-def _write(path: Path, value: str) -> None:
-    path.write_text(value)
-
-
-def _read_pids(path: Path) -> list[int]:
-    try:
-        return [int(x) for x in (path / "cgroup.procs").read_text().split()]
-    except OSError:
-        return []
-
-
 class SandboxProcess:
     """A process the warden started inside the sandbox: its host pid and an awaitable exit status."""
 
@@ -391,90 +173,6 @@ class SandboxProcess:
         return await asyncio.shield(self._exited)
 
 
-class _Channel:
-    """The engine's end of the warden's socket: JSON packets, descriptors alongside, on the event loop."""
-
-    def __init__(self, sock: socket.socket) -> None:
-        self._sock = sock
-        sock.setblocking(False)
-        self._loop = asyncio.get_running_loop()
-        self._waiters: dict[tuple[str, Any], asyncio.Future[tuple[dict[str, Any], list[int]]]] = {}
-        self._early: dict[tuple[str, Any], tuple[dict[str, Any], list[int]]] = {}
-        self.closed: asyncio.Future[str] = self._loop.create_future()
-        self._loop.add_reader(sock.fileno(), self._readable)
-
-    def _readable(self) -> None:
-        try:
-            data, fds, _flags, _addr = socket.recv_fds(self._sock, 1 << 22, 8)  # type: ignore[attr-defined]
-        except (BlockingIOError, InterruptedError):
-            return
-        except OSError as exc:
-            data, fds = b"", []
-            self._finish(f"the warden's socket failed ({exc})")
-            return
-        if not data:
-            self._finish("the warden exited")
-            return
-        msg = marshal.loads(data)
-        for kind in ("spawned", "exited", "killed", "tampered", "unshared", "ready", "error", "sandbox_exited"):
-            if kind in msg:
-                key = (kind, msg.get("id") if kind in ("killed", "tampered") else (msg[kind] if kind in ("spawned", "exited") else None))
-                waiter = self._waiters.pop(key, None)
-                if waiter is not None and not waiter.done():
-                    waiter.set_result((msg, fds))
-                else:
-                    self._early[key] = (msg, fds)
-                if kind in ("error", "sandbox_exited"):
-                    self._finish(msg.get("error") or "the sandbox's pid 1 exited")
-                return
-
-    def _finish(self, why: str) -> None:
-        with contextlib.suppress(Exception):
-            self._loop.remove_reader(self._sock.fileno())
-        if not self.closed.done():
-            self.closed.set_result(why)
-        for waiter in self._waiters.values():
-            if not waiter.done():
-                waiter.set_exception(EnvError(f"os: {why}"))
-        self._waiters.clear()
-
-    def expect(self, kind: str, key: Any = None) -> asyncio.Future[tuple[dict[str, Any], list[int]]]:
-        fut: asyncio.Future[tuple[dict[str, Any], list[int]]] = self._loop.create_future()
-        if (kind, key) in self._early:
-            fut.set_result(self._early.pop((kind, key)))
-        elif self.closed.done() and kind != "exited":
-            fut.set_exception(EnvError(f"os: {self.closed.result()}"))
-        else:
-            self._waiters[(kind, key)] = fut
-        return fut
-
-    async def send(self, msg: dict[str, Any], fds: list[int] | tuple[int, ...] = ()) -> None:
-        if self.closed.done():
-            raise EnvError(f"os: {self.closed.result()}")
-        data = marshal.dumps(msg)
-        while True:
-            try:
-                if fds:
-                    socket.send_fds(self._sock, [data], list(fds))
-                else:
-                    self._sock.send(data)
-                return
-            except BlockingIOError:
-                writable: asyncio.Future[None] = self._loop.create_future()
-                self._loop.add_writer(self._sock.fileno(), lambda: writable.done() or writable.set_result(None))
-                try:
-                    await writable
-                finally:
-                    self._loop.remove_writer(self._sock.fileno())
-            except OSError as exc:
-                self._finish(f"the warden's socket failed ({exc})")
-                raise EnvError(f"os: {self.closed.result()}") from None
-
-    def close(self) -> None:
-        self._finish("the sandbox was closed")
-        self._sock.close()
-
-
 class Sandbox:
     """A started sandbox; ``spawn()`` starts a program inside it (through the episode's warden)."""
 
@@ -485,7 +183,7 @@ class Sandbox:
         self.name = f"{_STATE_PREFIX}{_RUN_TAG}-{uuid.uuid4().hex[:12]}"
         self._state_dir: str | None = None
         self._warden: Child | None = None
-        self._channel: _Channel | None = None
+        self._channel: WardenChannel | None = None
         self._stderr: Any = None  # the warden's own stderr (a host process; never handed to the sandbox)
         self._cgroups: _Cgroups | None = None
         self.keeper_pid: int = 0
@@ -502,8 +200,8 @@ class Sandbox:
     async def start(self) -> None:
         await off_loop(self._prepare)
         assert self._state_dir is not None and self._cgroups is not None
-        self._warden, ours, self._stderr = await _take_warden()
-        self._channel = channel = _Channel(ours)
+        self._warden, ours, self._stderr = await take_warden()
+        self._channel = channel = WardenChannel(ours)
         try:
             config = {
                 "engine_pid": os.getpid(), "lower": str(self.root), "state_dir": self._state_dir,
@@ -667,7 +365,7 @@ class Sandbox:
             if self.keeper_pid and len(_namespace_pids(self.keeper_pid)) > self.limits.pids:
                 self._scan_hits += 1
             return self._scan_hits
-        return _counter(self._cgroups.pids / "pids.events", "max")
+        return counter(self._cgroups.pids / "pids.events", "max")
 
     def oom_kills(self) -> int:
         """How many processes the episode's memory limit has killed so far (0 without a memory cgroup)."""
@@ -675,8 +373,8 @@ class Sandbox:
             return 0
         path = self._cgroups.memory
         if (path / "memory.events").exists():
-            return _counter(path / "memory.events", "oom_kill")
-        return _counter(path / "memory.oom_control", "oom_kill")
+            return counter(path / "memory.events", "oom_kill")
+        return counter(path / "memory.oom_control", "oom_kill")
 
     async def close(self) -> None:
         """Kill everything in the sandbox and remove its state. Never raises."""
@@ -689,52 +387,6 @@ class Sandbox:
         with contextlib.suppress(Exception):
             await off_loop(self._cleanup)
         self.keeper_pid = 0
-
-
-_WARDENS_AHEAD = 2
-_idle_wardens: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, list[asyncio.Task[tuple[Child, socket.socket, Any]]]] = (
-    weakref.WeakKeyDictionary()
-)
-
-
-async def _spawn_warden() -> tuple[Child, socket.socket, Any]:
-    """A warden process, started and waiting for its sandbox's config (Python's start-up done)."""
-    stderr = tempfile.TemporaryFile()
-    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    try:
-        child = await spawn(
-            [sys.executable, "-I", "-S", str(_WARDEN), str(theirs.fileno())],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr,
-            pass_fds=(theirs.fileno(),), env={"PATH": SANDBOX_PATH, "LC_ALL": "C.UTF-8"},
-        )  # fmt: skip
-    except BaseException:
-        ours.close()
-        stderr.close()
-        raise
-    finally:
-        theirs.close()
-    return child, ours, stderr
-
-
-async def _take_warden() -> tuple[Child, socket.socket, Any]:
-    """A warden from the ones started ahead on this event loop (then one more is started), else a new one.
-    Idle wardens exit by themselves when their socket closes (the loop or the process ends)."""
-    loop = asyncio.get_running_loop()
-    ahead = _idle_wardens.setdefault(loop, [])
-    while len(ahead) < _WARDENS_AHEAD + 1:
-        ahead.append(loop.create_task(_spawn_warden()))
-    return await ahead.pop(0)
-
-
-def _counter(path: Path, key: str) -> int:
-    try:
-        for line in path.read_text().splitlines():
-            name, _, val = line.partition(" ")
-            if name == key:
-                return int(val)
-    except (OSError, ValueError):
-        return 0
-    return 0
 
 
 def _namespace_pids(member: int) -> list[int]:

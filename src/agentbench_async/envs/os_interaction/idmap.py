@@ -1,0 +1,83 @@
+"""Which host ids a sandbox's ids map onto (its user namespace), and who writes the map.
+
+Root: the sandbox's ids 0..65535 are host ids from :data:`ROOT_ID_BASE`, which no account owns (checked at
+start). An ordinary user: its ``/etc/subuid``/``/etc/subgid`` range through ``newuidmap``/``newgidmap``, else its
+own id alone (a single-id sandbox: tasks with several users cannot run).
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from ...errors import EnvError
+
+ROOT_ID_BASE = 0x70000000
+ID_COUNT = 65536
+
+
+@dataclass(frozen=True)
+class IdMap:
+    """How the sandbox's ids 0..count-1 map onto host ids, and who writes the map."""
+
+    uid_base: int
+    gid_base: int
+    count: int
+    helper: bool = False  # newuidmap/newgidmap (an ordinary user's /etc/subuid range)
+
+    @property
+    def setgroups(self) -> bool:
+        """Whether the namespace may call setgroups (not with a single-id map an ordinary user wrote)."""
+        return self.count > 1 or os.geteuid() == 0
+
+    @property
+    def several_users(self) -> bool:
+        return self.count > 1
+
+    def apply(self, pid: int) -> None:
+        """Write the maps of ``pid``'s new user namespace (blocking; called off the event loop)."""
+        if self.helper:
+            for tool, base in (("newuidmap", self.uid_base), ("newgidmap", self.gid_base)):
+                done = subprocess.run([tool, str(pid), "0", str(base), str(self.count)], capture_output=True, timeout=30)
+                if done.returncode != 0:
+                    why = " ".join(done.stderr.decode(errors="replace").split())
+                    raise EnvError(f"{tool} failed ({why})")
+            return
+        if not self.setgroups:
+            Path(f"/proc/{pid}/setgroups").write_text("deny")
+        Path(f"/proc/{pid}/uid_map").write_text(f"0 {self.uid_base} {self.count}\n")
+        Path(f"/proc/{pid}/gid_map").write_text(f"0 {self.gid_base} {self.count}\n")
+
+
+def _subid_range(path: Path, user: str, uid: int) -> tuple[int, int] | None:
+    try:
+        lines = path.read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        parts = line.strip().split(":")
+        if len(parts) == 3 and parts[0] in (user, str(uid)) and parts[1].isdigit() and parts[2].isdigit():
+            return int(parts[1]), int(parts[2])
+    return None
+
+
+def host_idmap(etc: Path = Path("/etc")) -> IdMap:
+    """The id range for sandboxes of this process: root's fixed unowned range, an ordinary user's
+    ``/etc/subuid``/``/etc/subgid`` range (through newuidmap/newgidmap), else the user's own id alone."""
+    uid = os.geteuid()
+    if uid == 0:
+        return IdMap(ROOT_ID_BASE, ROOT_ID_BASE, ID_COUNT)
+    try:
+        user = pwd.getpwuid(uid).pw_name
+    except KeyError:
+        user = str(uid)
+    subuid = _subid_range(etc / "subuid", user, uid)
+    subgid = _subid_range(etc / "subgid", user, uid)
+    helpers = shutil.which("newuidmap") and shutil.which("newgidmap")
+    if subuid and subgid and helpers and min(subuid[1], subgid[1]) >= ID_COUNT:
+        return IdMap(subuid[0], subgid[0], ID_COUNT, helper=True)
+    return IdMap(uid, os.getegid(), 1)
