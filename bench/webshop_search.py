@@ -4,7 +4,8 @@
 
 Each size other than the built-in catalogue's 1,200 products is made by the built-in generator
 (``environments/webshop/generate.py``). Queries: every goal's instruction (long, as a model's first search
-often is) and two seeded 1-4 word windows of it (short, many ties); each is searched once, single thread.
+often is) and two seeded 1-4 word windows of it (short, many ties); each is searched once, single thread;
+queries per second of wall-clock time and per second of this process's CPU time (steadier on a shared machine).
 ``--before REV`` also times ``envs/webshop/search.py`` as it was at git revision REV (e.g. the bm25s version
 before the Lucene-exact one: ``--before bcd0ae4~1``; it needs that version's dependencies installed) and, on
 the built-in catalogue, how many of the Anserini fixture's page-1 rankings each version reproduces.
@@ -81,12 +82,12 @@ def measure(name: str, module: ModuleType, catalog: Catalog, builtin: bool) -> N
     t_index = time.perf_counter() - t0
     queries = _queries(catalog)
     index.search(queries[0])  # first-use costs (the tokenizer's Unicode tables) are not per query
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     for q in queries:
         index.search(q)
-    per_second = len(queries) / (time.perf_counter() - t0)
+    wall, cpu = len(queries) / (time.perf_counter() - t0), len(queries) / (time.process_time() - c0)
     extra = f"; {_agreement(index, catalog)}" if builtin else ""
-    print(f"  {name}: index {t_index:.2f} s, {per_second:,.0f} queries/s ({len(queries)} queries){extra}")
+    print(f"  {name}: index {t_index:.2f} s, {wall:,.0f} queries/s ({cpu:,.0f} per CPU second; {len(queries)} queries){extra}")
 
 
 def main() -> None:

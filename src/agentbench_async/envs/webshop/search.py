@@ -140,6 +140,9 @@ class SearchIndex:
     def search_scored(self, query: str, k: int = TOP_K) -> list[tuple[int, float]]:
         """The (at most ``k``) best (position, Lucene score) pairs: score descending, ties by ASIN ascending."""
         hits, scores = self.scores(query)
+        if len(scores) > k:  # the hits scoring at least the k-th best (ties on the edge included)
+            keep = scores >= np.partition(scores, len(scores) - k)[len(scores) - k]
+            hits, scores = hits[keep], scores[keep]
         # one int64 key per hit orders both ways at once: a positive float32's bits order as its value, and
         # the low half is the complement of the ASIN's rank
         keys = (scores.view(np.int32).astype(np.int64) << 32) | (self.size - self._tie_rank[hits])
