@@ -256,7 +256,7 @@ def _execute(cfg: RunConfig, *, progress: bool | None, command: str, skip_unavai
         markup=False, highlight=False,
     )
     for line in [*summary.model_error_lines(), *summary.retry_after_lines(), *summary.adaptation_lines()]:
-        _err.print(line, markup=False, highlight=False)
+        _err.print(line, markup=False, highlight=False, soft_wrap=True)  # one line each, for grep
     if cfg.action_mode == "tools" and summary.episodes:
         from .analytics.commands import tool_hints
 

@@ -182,6 +182,11 @@ _EXPECTED_BASE_URL = {
 }  # fmt: skip
 
 
+def expected_base_url(provider: str) -> str:
+    """What a base_url should look like (the fix named with a 404)."""
+    return _EXPECTED_BASE_URL.get(provider, "the API root")
+
+
 def estimate_tokens(messages: list[Message], tools: list[dict[str, Any]] | None = None) -> int:
     """A cheap, slightly generous token estimate (about 3.5 characters a token)."""
     chars = sum(len(m.get("content") or "") + 16 for m in messages)
@@ -541,6 +546,6 @@ def _fatal_message(config: ModelConfig, status: int, cause: tuple[str, str | Non
         "invalid_key": f"the server refused the API key from {key}; check the key (and api_key_env)",
         "permission": f"the key from {key} may not use this model or endpoint; check the key's permissions and the model",
         "not_found": f"model {config.model_id!r} or the endpoint was not found (POST {redact_url(url)}); check model and "
-                     f"base_url: {_EXPECTED_BASE_URL.get(config.provider, 'the API root')}",
+                     f"base_url: {expected_base_url(config.provider)}",
     }[kind]  # fmt: skip
     return f"{where}: HTTP {status}, {text}. Server said: {message}"

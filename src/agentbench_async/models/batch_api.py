@@ -26,7 +26,8 @@ import aiohttp
 
 from ..errors import ModelError
 from .anthropic import ANTHROPIC_VERSION
-from .base import RETRY_STATUSES, ModelClient, backoff_seconds, retry_after_seconds
+from .base import RETRY_STATUSES, ModelClient, backoff_seconds, expected_base_url, retry_after_seconds
+from .network import redact_url
 
 HEADERS_FIELD = "agentbench_headers"  # the mock model's task headers, sent inside a line (task_header only)
 # Anthropic's error types (ErrorResponse.error.type) and the HTTP status each stands for
@@ -130,7 +131,10 @@ class BatchAPI(abc.ABC):
             if status in RETRY_STATUSES and attempt <= self.config.max_retries:
                 await asyncio.sleep(max(self.config.pause_for(asked) or 0.0, backoff_seconds(self.config, attempt, None)))
                 continue
-            raise ModelError(f"{self.config.name} ({self.base_url}): {what}: HTTP {status}: {text}", http_status=status)
+            # a 404 creating a batch is a wrong base_url (polling one, the batch is gone: the caller handles that)
+            creating = what in ("creating a batch", "uploading the batch file")
+            where = f" ({method} {redact_url(url)}; base_url: {expected_base_url(self.config.provider)})" if status == 404 and creating else ""
+            raise ModelError(f"{self.config.name} ({self.base_url}): {what}: HTTP {status}{where}: {text}", http_status=status)
 
     async def _json(self, method: str, url: str, *, what: str, **kwargs: Any) -> dict[str, Any]:
         raw = await self._call(method, url, what=what, **kwargs)
