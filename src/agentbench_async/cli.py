@@ -34,7 +34,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--base-url", help="API base URL: an OpenAI-compatible server's root, e.g. http://localhost:8000/v1; "
                      "Anthropic: the host root as its SDK takes it (https://api.anthropic.com) or the same ending in /v1")
     run.add_argument("--api-key-env", help="name of the environment variable holding the API key")
-    run.add_argument("--env", help="environments, comma-separated: os,db,kg,card_game,ltp,alfworld,webshop,mind2web")
+    run.add_argument("--env", help="environments, comma-separated: os,db,kg,card_game,ltp,alfworld,webshop,mind2web; all (the "
+                     "default): every one, each without --data-dir where its official data is absent")
     run.add_argument("--split", choices=["dev", "test"], help="task split (test = AgentBench 'std'; default test)")
     run.add_argument("--limit", type=int, help="only the first N tasks of each environment")
     run.add_argument("--repeats", type=int, help="run every task K times (pass@k, pass^k)")
@@ -55,7 +56,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--task-header", action="store_true",
                      help="send the X-AgentBench-Task header with each request (for the built-in mock: serve-mock then plays "
                      "the policy of the model name, mock-oracle or mock-weak, on each task)")
-    run.add_argument("--data-dir", type=Path, help="AgentBench's data/ folder: run the official tasks")
+    run.add_argument("--data-dir", type=Path, help="AgentBench's data/ folder: run the official tasks (with --env all, of the "
+                     "environments that find what they need there)")
     run.add_argument("--action-mode", choices=["text", "tools"], help="text protocol (default) or native tool calling")
     run.add_argument("--history", choices=["full", "agentbench"],
                      help="history sent each turn (default agentbench: AgentBench's 3,500-segment truncation; full is an opt-in)")

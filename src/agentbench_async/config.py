@@ -20,8 +20,9 @@ from .history import POLICY_NAMES
 from .models import PROVIDERS, ModelConfig
 from .models.batches import batch_settings
 from .models.families import ADAPTABLE, apply_family_defaults
-from .settings import AGENTBENCH_HISTORY, DEVIATIONS_KEY, deviations_json
+from .settings import AGENTBENCH_HISTORY, DATA_DIR_SKIPPED, DEVIATIONS_KEY, deviations_json
 
+ALL_ENVS = "all"  # --env all (or no --env): every environment
 _MODEL_FIELDS = {f.name: f for f in dataclasses.fields(ModelConfig) if f.name != "left_to_engine"}
 
 
@@ -35,6 +36,8 @@ class RunConfig:
     repeats: int = 1
     max_concurrency: int = 256  # episodes in flight, all models and environments together
     data_dir: Path | None = None  # official AgentBench data/ folder; None = built-in suites
+    # a run of every environment: those that miss something under data_dir run without it -> what each missed
+    data_dir_skipped: dict[str, str] = field(default_factory=dict)
     action_mode: str = "text"
     history: str = AGENTBENCH_HISTORY  # AgentBench v0.2's truncation; "full" is an opt-in
     judge: ModelConfig | None = None
@@ -54,6 +57,7 @@ class RunConfig:
             "repeats": self.repeats,
             "max_concurrency": self.max_concurrency,
             "data_dir": str(self.data_dir) if self.data_dir else None,
+            DATA_DIR_SKIPPED: self.data_dir_skipped,
             "action_mode": self.action_mode,
             "history": self.history,
             "judge": self.judge.public_dict() if self.judge else None,
@@ -65,6 +69,24 @@ class RunConfig:
         if self.ray is not None:  # where it ran (operational: not in the fingerprint)
             public["ray"] = self.ray.public_dict()
         return public
+
+    def env_data_dir(self, env: str) -> Path | None:
+        """The ``--data-dir`` environment ``env`` reads: None when it runs without (skipped, or none given)."""
+        return None if env in self.data_dir_skipped else self.data_dir
+
+    def task_sources(self) -> dict[str, str]:
+        """Per environment, one line on where its tasks come from (printed when the run starts)."""
+        lines = {}
+        for env in self.envs:
+            cls = env_class(env)
+            data_dir, options = self.env_data_dir(env), self.env_options.get(env) or {}
+            line = "official tasks" if cls.plays_official_tasks(data_dir, options) else "built-in suite"
+            if env in self.data_dir_skipped:
+                line += f", without --data-dir ({self.data_dir_skipped[env]})"
+            elif data_dir is not None and not cls.plays_official_tasks(data_dir, options):
+                line += " (its official tasks are a separate download: see `agentbench envs`)"
+            lines[env] = line
+        return lines
 
     def fingerprint(self) -> str:
         """A hash of what decides an episode's result. Limits, concurrency, the server address, the
@@ -84,6 +106,8 @@ class RunConfig:
             "env_options": self.env_options,
             "seed": self.seed,
         }
+        if self.data_dir_skipped:  # only then: the fingerprints of runs without (all earlier ones) stay as they were
+            decisive[DATA_DIR_SKIPPED] = sorted(self.data_dir_skipped)
         return hashlib.sha256(json.dumps(decisive, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
@@ -196,6 +220,16 @@ def _is_number(value: Any, minimum: float, *, above: bool = False) -> bool:
     return value > minimum if above else value >= minimum
 
 
+def _data_dir_skipped(envs: list[str], data_dir: Path, env_options: Mapping[str, Any], split: str, action_mode: str) -> dict[str, str]:
+    """In a run of every environment, those that miss something under ``data_dir`` (``Environment.missing_data``) -> what."""
+    skipped = {}
+    for env in envs:
+        missing = env_class(env).missing_data(data_dir, env_options.get(env) or {}, split, action_mode)
+        if missing:
+            skipped[env] = missing
+    return skipped
+
+
 def load_config_file(path: Path) -> dict[str, Any]:
     try:
         text = path.read_text(encoding="utf-8")
@@ -234,8 +268,10 @@ def build_config(raw: dict[str, Any], *, where: str = "config") -> RunConfig:
     envs_raw = raw.get("envs") or []
     if isinstance(envs_raw, str):
         envs_raw = [e.strip() for e in envs_raw.split(",") if e.strip()]
-    if not envs_raw:
-        raise ConfigError(f"{where}: no environment; give --env NAME[,NAME...] (available: {', '.join(available_envs())})")
+    action_mode = raw.get("action_mode", "text")
+    every_env = not envs_raw or list(envs_raw) == [ALL_ENVS]
+    if every_env:  # every environment (in tools mode, every one with a tools mode: AgentBench FC defines no others)
+        envs_raw = [e for e in available_envs() if action_mode != "tools" or env_class(e).supports_tools]
     for env in envs_raw:
         try:
             env_class(env)
@@ -244,7 +280,6 @@ def build_config(raw: dict[str, Any], *, where: str = "config") -> RunConfig:
     split = raw.get("split", "test")
     if split not in ("dev", "test"):
         raise ConfigError(f"{where}: split {split!r} is not dev or test")
-    action_mode = raw.get("action_mode", "text")
     if action_mode not in ("text", "tools"):
         raise ConfigError(f"{where}: action_mode {action_mode!r} is not text or tools")
     if action_mode == "tools":
@@ -275,8 +310,9 @@ def build_config(raw: dict[str, Any], *, where: str = "config") -> RunConfig:
             raise ConfigError(f"{where}: env_options: {exc}") from None
         cls.check_options(options)
     env_options = dict(env_options)
+    skipped = _data_dir_skipped(envs_raw, data_dir, env_options, split, action_mode) if every_env and data_dir is not None else {}
     for env in envs_raw:  # what this machine chooses for an option not given is stored too (Environment.settled_options)
-        settled = env_class(env).settled_options(data_dir, env_options.get(env) or {})
+        settled = env_class(env).settled_options(None if env in skipped else data_dir, env_options.get(env) or {})
         if settled:
             env_options[env] = settled
     judge = model_from_dict(raw["judge"], f"{where}: judge") if raw.get("judge") else None
@@ -289,6 +325,7 @@ def build_config(raw: dict[str, Any], *, where: str = "config") -> RunConfig:
         repeats=ints.get("repeats", 1),
         max_concurrency=ints.get("max_concurrency", 256),
         data_dir=data_dir,
+        data_dir_skipped=skipped,
         action_mode=action_mode,
         history=history,
         judge=judge,

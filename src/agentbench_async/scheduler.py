@@ -150,7 +150,7 @@ class Evaluation:
             counts: dict[tuple[str, str], tuple[int, int]] = {}  # (model, env) -> (episodes, already done)
             failed_starts: list[str] = []  # environments whose start() raised: one line each
             for name in cfg.envs:
-                env = make_env(name, data_dir=cfg.data_dir, options=cfg.env_options.get(name))
+                env = make_env(name, data_dir=cfg.env_data_dir(name), options=cfg.env_options.get(name))
                 # counting reads the task files: a bad one fails before any server starts
                 env_counts = {model.name: self._count(env, model.name, done) for model in cfg.models}
                 try:
@@ -173,6 +173,10 @@ class Evaluation:
                     continue
                 envs[name] = env
                 counts.update({(model, name): c for model, c in env_counts.items()})
+            if cfg.data_dir is not None:  # where each one's tasks come from (stored per episode: source)
+                for name, line in cfg.task_sources().items():
+                    if name in envs:
+                        self.console.print(f"{name}: {line}", markup=False, highlight=False, soft_wrap=True)
             run_id = store.begin_run(cfg.public_dict(), fingerprint, command=self.command, version=__version__, new_run=cfg.new_run)
             summary = RunSummary(run_id=run_id, out=str(cfg.out), unavailable_envs=summary_envs)
             summary.fatal_errors.extend(failed_starts)  # the others run; the exit code says one failed

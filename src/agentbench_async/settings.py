@@ -18,6 +18,7 @@ from .errors import AgentBenchError
 AGENTBENCH_HISTORY = "agentbench"  # v0.2 truncates every task's history to 3,500 segments
 AGENTBENCH_LTP_JUDGE = "gpt-3.5-turbo-0613"  # v0.2's LTP host, temperature 0
 DEVIATIONS_KEY = "agentbench_deviations"  # where the list is stored in runs.config
+DATA_DIR_SKIPPED = "data_dir_skipped"  # runs.config: environments that ran without --data-dir -> what they missed there
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,13 @@ def _env_deviations(env: str, config: dict[str, Any]) -> list[Deviation]:
         cls = env_class(env)
     except AgentBenchError:
         return []
-    return cls.deviations(config.get("data_dir"), options, str(config.get("action_mode") or "text"))
+    return cls.deviations(env_data_dir(env, config), options, str(config.get("action_mode") or "text"))
+
+
+def env_data_dir(env: str, config: dict[str, Any]) -> Any:
+    """The ``--data-dir`` ``env`` read in a stored run (``runs.config``): None when it ran without it (a run of every
+    environment plays those that miss something there without it, ``data_dir_skipped``)."""
+    return None if env in (config.get(DATA_DIR_SKIPPED) or {}) else config.get("data_dir")
 
 
 def _official_tasks(env: str, config: dict[str, Any]) -> bool:
@@ -64,9 +71,9 @@ def _official_tasks(env: str, config: dict[str, Any]) -> bool:
 
     options = (config.get("env_options") or {}).get(env) or {}
     try:
-        return env_class(env).plays_official_tasks(config.get("data_dir"), options)
+        return env_class(env).plays_official_tasks(env_data_dir(env, config), options)
     except AgentBenchError:
-        return bool(config.get("data_dir"))
+        return bool(env_data_dir(env, config))
 
 
 def deviations(config: dict[str, Any]) -> list[Deviation]:

@@ -52,7 +52,7 @@ class EpisodeWorker:
         cfg = self.config
         raise_open_file_limit()
         for name in cfg.envs:
-            env = make_env(name, data_dir=cfg.data_dir, options=cfg.env_options.get(name))
+            env = make_env(name, data_dir=cfg.env_data_dir(name), options=cfg.env_options.get(name))
             try:
                 await env.start()
             except EnvUnavailableError as exc:

@@ -198,6 +198,15 @@ class Environment(abc.ABC):
         return cls.builtin_is_official or bool(data_dir)
 
     @classmethod
+    def missing_data(cls, data_dir: Path, options: Mapping[str, Any], split: str, action_mode: str) -> str | None:
+        """What this environment needs and does not find for a run with this ``--data-dir`` (its task files there, a
+        download or server its official tasks need besides), in one line; ``None`` when it has everything. A run of
+        every environment (``--env all``) plays an environment that misses something without ``--data-dir`` (its
+        built-in suite, or its own flag's data) and says why; a run naming the environment fails on it when it starts.
+        Default: nothing is checked here."""
+        return None
+
+    @classmethod
     def deviations(cls, data_dir: object, options: dict[str, Any], action_mode: str) -> list[Deviation]:
         """This environment's own differences from AgentBench v0.2 in a run with this ``--data-dir``, these options
         and this action mode (the project's prompt wording, another search backend, ...): each a named entry in

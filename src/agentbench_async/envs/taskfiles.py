@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -33,3 +34,12 @@ def read_json(path: Path, *, missing: str, where: str | None = None) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise TaskFileError(f"{where or path}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})") from None
+
+
+def missing_file(paths: Iterable[Path]) -> str | None:
+    """``"no <path>"`` for the first of ``paths`` that is not a file, else ``None`` (what an environment misses under
+    ``--data-dir``, ``Environment.missing_data``)."""
+    for path in paths:
+        if not path.is_file():
+            return f"no {path}"
+    return None

@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -28,11 +28,13 @@ from ...errors import EnvUnavailableError
 from ...settings import Deviation
 from ..base import Environment, EpisodeContext, Session, Task
 from ..options import Option
-from ..upstream_prompts import wording_deviations
+from ..taskfiles import missing_file
+from ..upstream_prompts import FC, V02, upstream_path, wording_deviations
 from .engine import GamePool
-from .prompts import Prompts, load_prompts
+from .prompts import UPSTREAM_TASK, Prompts, load_prompts
 from .session import MAX_STEPS, ALFWorldSession
-from .tasks import VARIANTS, alfworld_data_root, builtin_root, check_game_folders, load_examples, load_tasks, require_official_root
+from .tasks import (OFFICIAL_PROMPTS, VARIANTS, alfworld_data_root, builtin_root, check_game_folders, load_examples, load_tasks,
+                    official_folder, require_official_root, split_path)
 
 _DEFAULT_CAPACITY = 128
 INSTALL_HINT = "pip install 'agentbench-async[alfworld]' (the alfworld and textworld packages)"
@@ -68,6 +70,20 @@ class ALFWorldEnvironment(Environment):
         # the split files come from --data-dir, the games from --alfworld-data ($ALFWORLD_DATA); start()
         # refuses --data-dir without the games
         return bool(data_dir) and alfworld_data_root(options) is not None
+
+    @classmethod
+    def missing_data(cls, data_dir: Path, options: Mapping[str, Any], split: str, action_mode: str) -> str | None:
+        files = [split_path(data_dir, split, str(options.get("official_variant") or "v0.2")), official_folder(data_dir) / OFFICIAL_PROMPTS,
+                 upstream_path(data_dir, V02, UPSTREAM_TASK)]  # fmt: skip
+        if action_mode == "tools":
+            files.append(upstream_path(data_dir, FC, "configs/tasks/alfworld.yaml"))
+        missing = missing_file(files)
+        root = alfworld_data_root(dict(options))
+        if missing is None and root is None:
+            return "ALFWorld's games are a separate download: no --alfworld-data DIR (or $ALFWORLD_DATA)"
+        if missing is None and root is not None and not root.is_dir():
+            return f"no ALFWorld data folder {root}"
+        return missing
 
     @classmethod
     def deviations(cls, data_dir: object, options: dict[str, Any], action_mode: str) -> list[Deviation]:

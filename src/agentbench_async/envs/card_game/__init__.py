@@ -24,7 +24,7 @@ Text mode only: AgentBench FC defines no tools for the card game, so ``--action-
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -32,12 +32,14 @@ from ...errors import ConfigError
 from ...settings import Deviation
 from ..base import Environment, EpisodeContext, Session, Task
 from ..options import Option, bool_option, int_option
+from ..taskfiles import missing_file
+from ..upstream_prompts import V02, upstream_path
 from .agentbench_session import AgentBenchSession, TimeLimits
 from .engine import STATE_LIMIT
 from .protocol import MAX_TRIES
 from .session import FixedSession
 from .tasks import load_tasks
-from .wording import Wording, load_wording
+from .wording import AGENT_FILE, PROMPT_FILE, Wording, load_wording
 
 # The model decides at most 32 times per game as player 0 (31 as player 1), a guess and an action each,
 # with up to 5 tries per decision: upstream's own ceiling on replies per game.
@@ -76,6 +78,10 @@ class CardGameEnvironment(Environment):
             out.append(Deviation("card_game.prompts", "the project's own wording", "upstream's texts, read from --data-dir",
                                  "prompt wording differs", envs=("card_game",)))  # fmt: skip
         return out
+
+    @classmethod
+    def missing_data(cls, data_dir: Path, options: Mapping[str, Any], split: str, action_mode: str) -> str | None:
+        return missing_file([upstream_path(data_dir, V02, PROMPT_FILE), upstream_path(data_dir, V02, AGENT_FILE)])  # the wording
 
     def __init__(self, *, data_dir: Path | None = None, options: dict[str, Any] | None = None) -> None:
         super().__init__(data_dir=data_dir, options=options)

@@ -23,7 +23,7 @@ Options (``Environment(options=...)``, from the run config / CLI):
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -32,11 +32,12 @@ import pymysql
 from ...errors import EnvUnavailableError
 from ..base import Environment, EpisodeContext, Session, Task
 from ..options import Option
+from ..taskfiles import missing_file
 from .backend import Backend
 from .protocol import MAX_OPERATIONS
 from .server import DEFAULT_TMP_MB, PrivateMariaDB, parse_db_url, probe_flavour
 from .session import DBSession
-from .tasks import load_tasks
+from .tasks import load_tasks, official_path
 
 _DEFAULT_TIMEOUT = 10.0
 _DEFAULT_CAPACITY = 64
@@ -61,6 +62,10 @@ class DBEnvironment(Environment):
         "datadir_cache": Option("bool"),
         "tmp_mb": Option("int", "MB of the server's temp-file tmpfs; 0: uncapped", minimum=0),
     }
+
+    @classmethod
+    def missing_data(cls, data_dir: Path, options: Mapping[str, Any], split: str, action_mode: str) -> str | None:
+        return missing_file([official_path(data_dir, split, str(options.get("official_variant") or "v0.2"))])
 
     def __init__(self, *, data_dir: Path | None = None, options: dict[str, Any] | None = None) -> None:
         super().__init__(data_dir=data_dir, options=options)

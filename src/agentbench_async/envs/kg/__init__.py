@@ -19,17 +19,18 @@ Options (``Environment(options=...)``, from CLI flags / config):
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
 from ...errors import EnvError, EnvUnavailableError
 from ..base import Environment, EpisodeContext, Session, Task
 from ..options import Option
+from ..taskfiles import missing_file
 from .backends import HttpSparqlBackend, OxigraphBackend, SparqlBackend
 from .ontology import Ontology, load_ontology
 from .session import KGSession
-from .tasks import builtin_dir, load_tasks, official_dir
+from .tasks import builtin_dir, load_tasks, official_dir, task_file
 from .tools import Toolbox
 
 __all__ = ["KGEnvironment"]
@@ -54,6 +55,14 @@ class KGEnvironment(Environment):
         "kg_max_queries": Option("int", "endpoint queries in flight at once"),
         "kg_capacity": Option("int", "episodes at once"),
     }
+
+    @classmethod
+    def missing_data(cls, data_dir: Path, options: Mapping[str, Any], split: str, action_mode: str) -> str | None:
+        ontology = Path(str(options["kg_ontology"])) if options.get("kg_ontology") else official_dir(data_dir) / "ontology"
+        missing = missing_file([task_file(split, data_dir), ontology / "vocab.json", ontology / "fb_roles"])
+        if missing is None and not options.get("kg_endpoint") and not options.get("kg_graph"):
+            return "the official questions need Freebase, which is not bundled: no --kg-endpoint URL"
+        return missing
 
     def __init__(self, *, data_dir: Path | None = None, options: dict[str, Any] | None = None) -> None:
         super().__init__(data_dir=data_dir, options=options)

@@ -11,7 +11,7 @@ Options (``Environment(options=...)``, from ``--env-option``/config):
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -19,6 +19,7 @@ from ...errors import ConfigError, TaskFileError
 from ...resources import environments_dir
 from ..base import Environment, EpisodeContext, Session, Task
 from ..options import Option
+from ..taskfiles import missing_file
 from .data import load_builtin, load_official, official_path
 from .prompts import PROMPTERS
 from .session import LTPSession, require_judge
@@ -39,6 +40,10 @@ class LTPEnvironment(Environment):
         "language": Option("choice", "the official English or Chinese puzzles", choices=tuple(PROMPTERS)),
         "rounds": Option("int", "questions per game; AgentBench uses 25"),
     }
+
+    @classmethod
+    def missing_data(cls, data_dir: Path, options: Mapping[str, Any], split: str, action_mode: str) -> str | None:
+        return missing_file([official_path(data_dir, str(options.get("language") or "en"), split)])
 
     def __init__(self, *, data_dir: Path | None = None, options: dict[str, Any] | None = None) -> None:
         super().__init__(data_dir=data_dir, options=options)

@@ -22,7 +22,7 @@ Options (``--env-option mind2web.KEY=VALUE``):
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -31,6 +31,7 @@ from ...resources import environments_dir
 from ...settings import Deviation
 from ..base import Environment, EpisodeContext, Session, Task
 from ..options import Option
+from ..taskfiles import missing_file
 from .data import load_samples, load_scores, score_file, split_files
 from .prompts import PROMPT_FILES, FewShot, load_prompt, prompt_path
 from .session import Mind2WebSession
@@ -95,6 +96,10 @@ class Mind2WebEnvironment(Environment):
     @classmethod
     def plays_official_tasks(cls, data_dir: object, options: dict[str, Any]) -> bool:
         return bool(options.get("mind2web_data"))  # --data-dir gives only the prompt file
+
+    @classmethod
+    def missing_data(cls, data_dir: Path, options: Mapping[str, Any], split: str, action_mode: str) -> str | None:
+        return missing_file([prompt_path(data_dir, str(options.get("prompt") or "cot"))])  # the steps come from --mind2web-data
 
     @classmethod
     def deviations(cls, data_dir: object, options: dict[str, Any], action_mode: str) -> list[Deviation]:

@@ -29,13 +29,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
+from ...errors import TaskFileError
 from ...settings import Deviation
 from ..base import Environment, EpisodeContext, Session, Task
 from ..options import Option
-from ..upstream_prompts import wording_deviations
+from ..taskfiles import missing_file
+from ..upstream_prompts import FC, V02, upstream_path, wording_deviations
 from .catalog import DEFAULT_PRICE_SEED, Catalog, load_catalog
 from .nouns import DEFAULT_SPACY_MODEL, SOURCES, default_source, noun_tagger
-from .protocol import FC_ROUNDS, Prompts, load_prompts
+from .protocol import FC_ROUNDS, UPSTREAM_TASK, Prompts, load_prompts
 from .session import WebShopSession
 from .site import Shop
 from .tasks import DataSource, data_source, make_tasks
@@ -105,6 +107,17 @@ class WebShopEnvironment(Environment):
     @classmethod
     def plays_official_tasks(cls, data_dir: object, options: dict[str, Any]) -> bool:
         return bool(options.get("webshop_data") or data_dir)  # --data-dir without WebShop files is refused
+
+    @classmethod
+    def missing_data(cls, data_dir: Path, options: Mapping[str, Any], split: str, action_mode: str) -> str | None:
+        files = [upstream_path(data_dir, V02, UPSTREAM_TASK)]
+        if action_mode == "tools":
+            files.append(upstream_path(data_dir, FC, "configs/tasks/webshop.yaml"))
+        try:
+            data_source(dict(options), data_dir)
+        except TaskFileError:
+            return missing_file(files) or "WebShop's catalogue and goals are a separate download: no --webshop-data DIR"
+        return missing_file(files)
 
     @classmethod
     def settled_options(cls, data_dir: Path | None, options: Mapping[str, Any]) -> dict[str, Any]:
