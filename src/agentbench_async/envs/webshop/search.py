@@ -21,6 +21,7 @@ decimals and lowers each tie by 1e-6 afterwards); it never reorders hits, so the
 
 from __future__ import annotations
 
+from array import array
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 
@@ -80,17 +81,17 @@ class SearchIndex:
         self.analyzer = Analyzer()
         vocab: dict[str, int] = {}
         ids: list[str] = []
-        term_ids: list[int] = []  # postings as (term, doc, tf) triples, built document by document
-        doc_ids: list[int] = []
-        freqs: list[int] = []
-        lengths: list[int] = []
-        for doc, (asin, text) in enumerate(documents):
+        # postings, document by document: term ids and frequencies (4-byte arrays, not lists of Python ints: the
+        # full WebShop catalogue has ~10**8), and per document its number of distinct terms and of terms
+        term_ids, freqs, distinct, lengths = array("i"), array("i"), array("i"), array("q")
+        for asin, text in documents:
             ids.append(asin)
             terms = self.analyzer.terms(text)
             lengths.append(len(terms))
-            for term, tf in Counter(terms).items():
+            counts = Counter(terms)
+            distinct.append(len(counts))
+            for term, tf in counts.items():
                 term_ids.append(vocab.setdefault(term, len(vocab)))
-                doc_ids.append(doc)
                 freqs.append(tf)
         self.size = len(ids)
         self.ids = ids
@@ -99,13 +100,13 @@ class SearchIndex:
         self._by_tie_rank = np.array(sorted(range(self.size), key=lambda i: ids[i].encode("utf-8")), dtype=np.int64)
         self._tie_rank = np.empty(self.size, dtype=np.int64)
         self._tie_rank[self._by_tie_rank] = np.arange(self.size)
-        terms_arr = np.asarray(term_ids, dtype=np.int64)
-        order = np.argsort(terms_arr, kind="stable")
+        terms_arr = np.frombuffer(term_ids, dtype=np.int32)
+        order = np.argsort(terms_arr, kind="stable")  # by term, each term's documents ascending
         self._offsets = np.searchsorted(terms_arr[order], np.arange(len(vocab) + 1))
-        self._docs = np.asarray(doc_ids, dtype=np.int32)[order]
-        tf = np.asarray(freqs, dtype=np.float32)[order]
-        del term_ids, doc_ids, freqs, terms_arr
-        length = np.asarray(lengths, dtype=np.int64)
+        self._docs = np.repeat(np.arange(self.size, dtype=np.int32), np.frombuffer(distinct, dtype=np.int32))[order]
+        tf = np.frombuffer(freqs, dtype=np.int32)[order].astype(np.float32)
+        del term_ids, freqs, terms_arr, order
+        length = np.frombuffer(lengths, dtype=np.int64)
         doc_count = int(np.count_nonzero(length))
         k1f, bf = _F32(k1), _F32(b)
         avgdl = _F32(length.sum() / doc_count) if doc_count else _F32(1)
