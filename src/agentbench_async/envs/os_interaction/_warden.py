@@ -5,10 +5,10 @@ from the sandbox's root by this process) with a SOCK_SEQPACKET unix socket whose
 objects, one per packet; file descriptors travel with them (SCM_RIGHTS).
 
 Lifecycle:
-1. ``config`` from the engine: the lower layer, the state folder, sizes, cgroup files, the seccomp program.
-   As the engine's user (root, or the user running the engine) the warden joins the episode's cgroups,
-   opens the pristine lower layer (``O_PATH``) and then ``unshare``\\s a user and a mount namespace and says
-   ``unshared``. The engine writes the id maps (root: directly; otherwise ``newuidmap``) and says ``mapped``.
+1. ``config`` from the engine: the lower layer, the state folder, sizes, cgroup files, the seccomp program,
+   the id map. As the engine's user (root, or the user running the engine) the warden joins the episode's
+   cgroups, forks a mapper that stays behind, ``unshare``\\s a user and a mount namespace and opens the
+   cached image (``O_PATH``); the mapper writes the id maps (root: directly; otherwise ``newuidmap``).
 2. Root of the new user namespace (an unprivileged id range on the host), the warden mounts the episode's
    tmpfs and overlay in its private mount namespace and starts bubblewrap, whose pid 1 (the keeper) runs
    in new pid/net/ipc/uts/cgroup namespaces with the seccomp filter and a reduced capability set. The warden
@@ -229,13 +229,15 @@ class Warden:
         except OSError:
             pass
         _raise_nofile(cfg["nofile"])  # while still the engine's user: a namespace's root cannot raise it
+        mapper, go = _start_mapper(cfg["idmap"])  # stays in the host's namespace to write our id maps
         _unshare(CLONE_NEWUSER | CLONE_NEWNS)
         # still the engine's user on the host: its own permissions reach the cached image
         lower = os.open(cfg["lower"], os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
-        _send(self.sock, {"unshared": os.getpid()})
-        msg, _ = _recv(self.sock)
-        if not msg.get("mapped"):
-            raise RuntimeError("the engine did not map the user namespace")
+        os.write(go, b"g")
+        os.close(go)
+        _, status = os.waitpid(mapper, 0)
+        if os.waitstatus_to_exitcode(status) != 0:
+            raise RuntimeError("could not write the sandbox's id maps (see the warden's stderr)")
         os.setresgid(0, 0, 0)
         if cfg["setgroups"]:
             os.setgroups([])
@@ -338,21 +340,17 @@ class Warden:
     def _harden_dev(self):
         """The host device nodes bubblewrap bound into /dev become read-only mounts (still usable devices,
         as bubblewrap's own --remount-ro would make them unusable with nodev): their modes and times on
-        the host cannot change from inside."""
-        pid = os.fork()
-        if pid == 0:
-            code = 0
+        the host cannot change from inside. Done from the sandbox's mount namespace, then back."""
+        outer = os.open("/proc/self/ns/mnt", os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            _setns(self.mnt_fd, CLONE_NEWNS)
             try:
-                _setns(self.mnt_fd, CLONE_NEWNS)
                 for node in _DEV_NODES:
                     _mount(None, f"/dev/{node}", None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NOEXEC, None)
-            except BaseException as exc:  # noqa: BLE001
-                os.write(2, f"cannot make /dev read-only: {exc}\n".encode())
-                code = 1
-            os._exit(code)
-        _, status = os.waitpid(pid, 0)
-        if os.waitstatus_to_exitcode(status) != 0:
-            raise RuntimeError("could not make the sandbox's device nodes read-only")
+            finally:
+                _setns(outer, CLONE_NEWNS)
+        finally:
+            os.close(outer)
 
     # -- 3: processes inside ---------------------------------------------------------------------------
     def spawn(self, req, fds):
@@ -618,6 +616,42 @@ def _same_content(a, b):
                 return False
             if not ca:
                 return True
+
+
+def _start_mapper(idmap):
+    """A child that stays in the host's user namespace and writes the warden's id maps once told (the
+    parent of a new user namespace writes them): directly as root or for a single id, else through the
+    setuid newuidmap/newgidmap. Returns (its pid, the fd to tell it)."""
+    go_r, go_w = os.pipe()
+    parent = os.getpid()
+    pid = os.fork()
+    if pid:
+        os.close(go_r)
+        return pid, go_w
+    code = 1
+    try:
+        os.close(go_w)
+        os.read(go_r, 1)
+        uid, gid, count = idmap["uid_base"], idmap["gid_base"], idmap["count"]
+        if idmap["helper"]:
+            for tool, base in ((idmap["newuidmap"], uid), (idmap["newgidmap"], gid)):
+                child = os.fork()
+                if child == 0:
+                    os.execv(tool, [tool, str(parent), "0", str(base), str(count)])
+                _, status = os.waitpid(child, 0)
+                if os.waitstatus_to_exitcode(status) != 0:
+                    raise RuntimeError(f"{tool} failed")
+        else:
+            if not idmap["setgroups"]:
+                with open(f"/proc/{parent}/setgroups", "w") as f:
+                    f.write("deny")
+            for name, base in (("uid_map", uid), ("gid_map", gid)):
+                with open(f"/proc/{parent}/{name}", "w") as f:
+                    f.write(f"0 {base} {count}\n")
+        code = 0
+    except BaseException as exc:  # noqa: BLE001 - the warden reports the failure
+        os.write(2, f"writing the id maps: {exc}\n".encode(errors="replace"))
+    os._exit(code)
 
 
 def _raise_nofile(wanted):

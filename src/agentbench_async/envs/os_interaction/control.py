@@ -46,7 +46,7 @@ class WardenChannel:
             self._finish("the warden exited")
             return
         msg = marshal.loads(data)
-        for kind in ("spawned", "exited", "killed", "tampered", "unshared", "ready", "error", "sandbox_exited"):
+        for kind in ("spawned", "exited", "killed", "tampered", "ready", "error", "sandbox_exited"):
             if kind in msg:
                 key = (kind, msg.get("id") if kind in ("killed", "tampered") else (msg[kind] if kind in ("spawned", "exited") else None))
                 waiter = self._waiters.pop(key, None)

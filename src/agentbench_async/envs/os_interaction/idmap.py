@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import pwd
 import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,19 +37,17 @@ class IdMap:
     def several_users(self) -> bool:
         return self.count > 1
 
-    def apply(self, pid: int) -> None:
-        """Write the maps of ``pid``'s new user namespace (blocking; called off the event loop)."""
+    def config(self) -> dict[str, object]:
+        """What the warden needs to write the maps itself (the host's helper tools by absolute path)."""
+        out: dict[str, object] = {"uid_base": self.uid_base, "gid_base": self.gid_base, "count": self.count,
+                                  "helper": self.helper, "setgroups": self.setgroups}  # fmt: skip
         if self.helper:
-            for tool, base in (("newuidmap", self.uid_base), ("newgidmap", self.gid_base)):
-                done = subprocess.run([tool, str(pid), "0", str(base), str(self.count)], capture_output=True, timeout=30)
-                if done.returncode != 0:
-                    why = " ".join(done.stderr.decode(errors="replace").split())
-                    raise EnvError(f"{tool} failed ({why})")
-            return
-        if not self.setgroups:
-            Path(f"/proc/{pid}/setgroups").write_text("deny")
-        Path(f"/proc/{pid}/uid_map").write_text(f"0 {self.uid_base} {self.count}\n")
-        Path(f"/proc/{pid}/gid_map").write_text(f"0 {self.gid_base} {self.count}\n")
+            for tool in ("newuidmap", "newgidmap"):
+                path = shutil.which(tool)
+                if path is None:
+                    raise EnvError(f"os: {tool} not found; install the Debian package uidmap (apt-get install uidmap)")
+                out[tool] = os.path.realpath(path)
+        return out
 
 
 def _subid_range(path: Path, user: str, uid: int) -> tuple[int, int] | None:

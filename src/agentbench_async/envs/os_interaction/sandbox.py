@@ -208,14 +208,10 @@ class Sandbox:
                 "disk_mb": self.limits.disk_mb, "shm_mb": self.limits.shm_mb,
                 "cgroup_procs": self._cgroups.procs_files, "seccomp": filter_program().hex(),
                 "caps": list(CAPS), "hostname": HOSTNAME, "path": SANDBOX_PATH, "bwrap": _host_tool("bwrap"),
-                "setgroups": self.idmap.setgroups, "nofile": self.limits.nofile,
+                "setgroups": self.idmap.setgroups, "nofile": self.limits.nofile, "idmap": self.idmap.config(),
             }  # fmt: skip
-            unshared = channel.expect("unshared")
-            await channel.send(config)
-            msg, _ = await asyncio.wait_for(unshared, timeout=30)
-            await off_loop(self.idmap.apply, int(msg["unshared"]))
             ready = channel.expect("ready")
-            await channel.send({"mapped": True})
+            await channel.send(config)
             msg, _ = await asyncio.wait_for(ready, timeout=30)
             self.keeper_pid = int(msg["keeper"])
             self._keep = {self.keeper_pid, int(msg["bwrap"]), self._warden.pid}
