@@ -187,7 +187,8 @@ async def test_show_displays_the_reasoning_and_old_files_stay_readable(tmp_path)
         console = Console(file=io.StringIO(), width=200)
         render_episode(res, "mock-oracle/echo/dev/dev-00000/0", console)
     shown = console.file.getvalue()
-    assert "reasoning: Let me think" in shown and "limit" in shown
+    assert "reasoning: Let me think" in shown and "latency ms" in shown
+    assert "limit" not in shown  # no call ran into a limit: show leaves out the empty column
 
     # a file written before the reasoning columns existed: report and show still work
     import duckdb
