@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
 import re
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
