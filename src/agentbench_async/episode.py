@@ -8,6 +8,7 @@ from the model client (context_limit_exceeded, model_error), from failures of th
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -20,6 +21,10 @@ from .errors import ContextLimitError, EnvError, ModelError
 from .history import history_policy
 from .records import CallRow, EpisodeRecord, TurnRow, now
 from .types import Message, ModelReply
+
+# The turn a judge call belongs to: the turn whose step made it. Set around ``session.step``; a task the step starts
+# (ltp's host calls running beside the player's next turn) keeps the value it was started with.
+_STEP_TURN: contextvars.ContextVar[int | None] = contextvars.ContextVar("agentbench_step_turn", default=None)
 
 # (messages, tools, turn, calls, caller) -> reply; raises ContextLimitError / ModelError.
 AgentFn = Callable[[list[Message], list[dict[str, Any]] | None, int, list[CallRow], str], Awaitable[ModelReply]]
@@ -96,7 +101,8 @@ async def run_episode(env: Environment, spec: EpisodeSpec, agent: AgentFn, judge
 
     async def judge_fn(messages: list[Message]) -> ModelReply:
         assert judge is not None
-        return await judge(messages, None, turn, calls, "judge")
+        step_turn = _STEP_TURN.get()
+        return await judge(messages, None, turn if step_turn is None else step_turn, calls, "judge")
 
     ctx = EpisodeContext(
         episode_id=spec.episode_id,
@@ -130,10 +136,13 @@ async def run_episode(env: Environment, spec: EpisodeSpec, agent: AgentFn, judge
             reply_msg = reply.as_message()
             row = transcript.add(turn, reply_msg, reply=True)
             row.reasoning = reply.reasoning  # stored; the environment parses reply.content only
+            step_turn = _STEP_TURN.set(turn)
             try:
                 step = await session.step(reply)
             except EnvError as exc:
                 raise _EnvFailure(str(exc)) from None
+            finally:
+                _STEP_TURN.reset(step_turn)
             row.action, row.valid, row.error = step.action, step.valid, step.error
             row.observation = _observation_text(step.observation)
             if step.restart:  # a fresh conversation: only the observation is sent next
@@ -148,8 +157,7 @@ async def run_episode(env: Environment, spec: EpisodeSpec, agent: AgentFn, judge
     except ContextLimitError as exc:
         outcome = await _context_limit_outcome(session, str(exc))
     except ModelError as exc:
-        details = {"fatal": True} if exc.fatal else {"permanent": True} if exc.permanent else {}
-        outcome = Outcome(status=st.MODEL_ERROR, error=str(exc), details=details)
+        outcome = _model_error_outcome(exc)
     except _EnvFailure as exc:
         outcome = Outcome(status=st.ENV_ERROR, error=str(exc))
     except asyncio.CancelledError:
@@ -169,6 +177,11 @@ async def run_episode(env: Environment, spec: EpisodeSpec, agent: AgentFn, judge
     return _record(spec, outcome, started, n_turns, transcript, calls)
 
 
+def _model_error_outcome(exc: ModelError) -> Outcome:
+    details = {"fatal": True} if exc.fatal else {"permanent": True} if exc.permanent else {}
+    return Outcome(status=st.MODEL_ERROR, error=str(exc), details=details)
+
+
 async def _context_limit_outcome(session: Session | None, error: str) -> Outcome:
     """The environment decides what a context overflow leaves (upstream may keep partial results)."""
     if session is not None:
@@ -176,6 +189,8 @@ async def _context_limit_outcome(session: Session | None, error: str) -> Outcome
             return await session.on_context_limit(error)
         except EnvError as exc:
             return Outcome(status=st.ENV_ERROR, error=str(exc))
+        except ModelError as exc:  # a judge call still running for the session failed (ltp)
+            return _model_error_outcome(exc)
     return Outcome(status=st.CONTEXT_LIMIT_EXCEEDED, error=error)
 
 

@@ -6,7 +6,8 @@ answer keys the player has uncovered. Score = game progress (share of answer key
 
 Options (``Environment(options=...)``, from ``--env-option``/config):
     ``language``: ``en`` (default) or ``zh`` (the Chinese official set, ``lateralthinkingpuzzle_zh``);
-    ``rounds``: questions per game (default 25, as the paper).
+    ``rounds``: questions per game (default 25, as the paper);
+    ``overlap``: the host's calls after its answer run beside the player's next turn (default true; see session.py).
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ class LTPEnvironment(Environment):
     option_specs: ClassVar[dict[str, Option]] = {
         "language": Option("choice", "the official English or Chinese puzzles", choices=tuple(PROMPTERS)),
         "rounds": Option("int", "questions per game; AgentBench uses 25"),
+        "overlap": Option("bool", "the host's restating, merging and key comparisons beside the player's next turn (same calls "
+                          "and results, about half the time); false: one call after another"),
     }
 
     @classmethod
@@ -84,7 +87,7 @@ class LTPEnvironment(Environment):
         judge = require_judge(ctx)
         language = str(task.data.get("language", self.language))
         rounds = self.option_specs["rounds"].read(self.name, "rounds", ctx.options.get("rounds", self.rounds)) if ctx.options else self.rounds
-        return LTPSession(task, ctx, judge, PROMPTERS.get(language, PROMPTERS["en"]), rounds)
+        return LTPSession(task, ctx, judge, PROMPTERS.get(language, PROMPTERS["en"]), rounds, overlap=self.option("overlap", True))
 
 
 __all__ = ["DEFAULT_ROUNDS", "LTPEnvironment"]

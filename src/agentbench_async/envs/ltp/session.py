@@ -15,10 +15,19 @@ One model reply = one round (AgentBench v0.2, ``LateralThinkingPuzzle.sync_start
 Score = game progress = keys hit / number of answer keys. A context overflow of the player ends the game
 with the progress made so far (upstream keeps its metrics then); a failure of the judge, its overflow
 included, is a ``model_error`` (upstream: TASK_ERROR) and is re-run on resume.
+
+The host's calls after its answer overlap with the player's next turn (``overlap``, the default): the player
+sees only the answer, so its next question is asked while the host restates the answer as a fact (the next
+answer waits for that fact: the host is told the facts so far) and, round after round in their own chain,
+merges the facts and compares them with the keys. The calls, their prompts, the game's outcome and every
+turn are those of the sequential order (step 4 complete before the next question; ``overlap=False``); only
+a judge failure may now be noticed one player turn later (the episode is a ``model_error`` either way).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from typing import Any
 
 from ... import statuses as st
@@ -38,15 +47,19 @@ _PAPER_STATUS = {
 }
 STORY_REPEAT_BLEU = 0.85  # a question this close to a story key repeats the story
 ABORT_LIMIT = 5  # abort score at which the game ends (+2 per invalid question: the third one)
+_LOG_KEYS = ("round", "question", "event", "host", "fact", "key_hit", "reply")  # a round's log entry, in the sequential order
 
 
 class LTPSession(Session):
-    def __init__(self, task: Task, ctx: EpisodeContext, judge: JudgeFn, prompter: Prompter, rounds: int) -> None:
+    def __init__(self, task: Task, ctx: EpisodeContext, judge: JudgeFn, prompter: Prompter, rounds: int, *, overlap: bool = True) -> None:
         self._task = task
         self._ctx = ctx
         self._judge = judge
         self._p = prompter
         self._rounds = rounds
+        self._overlap = overlap
+        self._fact: asyncio.Task[str] | None = None  # the last round's restatement: the next answer needs it
+        self._keys: asyncio.Task[None] | None = None  # the merges and key comparisons so far, one round after another
         data = task.data
         self._story: str = data["story"]
         self._truth: str = data["truth"]
@@ -111,12 +124,13 @@ class LTPSession(Session):
     # -- the round ------------------------------------------------------------------------------------
 
     async def step(self, reply: ModelReply) -> Step:
+        await self._raise_failure()  # a judge call of an earlier round failed: the episode is a model_error now
         content = reply.content or ""
         round_no = self._round  # 0-based index of this round
         self._round += 1
         if not content:
             self._log.append({"round": round_no + 1, "question": None, "event": "empty reply"})
-            return Step(action=None, valid=False, error="empty reply", outcome=self._outcome(st.COMPLETED, "empty reply"))
+            return Step(action=None, valid=False, error="empty reply", outcome=await self._end(st.COMPLETED, "empty reply"))
         question = content.split("\n")[0].strip()
         entry: dict[str, Any] = {"round": round_no + 1, "question": question}
         self._log.append(entry)
@@ -126,29 +140,48 @@ class LTPSession(Session):
             entry["event"] = "invalid question"
             err = "invalid question (asks to end or change the game)"
             if self._abort >= ABORT_LIMIT:
-                return Step(action=question, valid=False, error=err, outcome=self._outcome(st.COMPLETED, "aborted: invalid questions"))
-            return self._next(question, self._p.invalid_hint, valid=False, error=err)
+                return Step(action=question, valid=False, error=err, outcome=await self._end(st.COMPLETED, "aborted: invalid questions"))
+            return await self._next(question, self._p.invalid_hint, valid=False, error=err)
 
         hypothesis = question.replace("?", ".")
         if any(char_unigram_bleu(key, hypothesis) > STORY_REPEAT_BLEU for key in self._story_keys):
             entry["event"] = "repeats the story"
-            return self._next(question, self._p.story_hint, valid=False, error="question repeats the story")
+            return await self._next(question, self._p.story_hint, valid=False, error="question repeats the story")
         # Upstream also compares the question with earlier ones, with BLEU > 1: that never fires, so
         # repeated questions go to the host as usual (kept; see docs).
 
+        if self._fact is not None:
+            await self._fact  # the host is told the facts so far: the last round's restatement first
         answer = await self._ask_judge(self._answer_messages(question))
         entry["host"] = answer
         if self._is_yes(answer):
             self._correct += 1
-            summary = await self._ask_single(self._p.restate_yes, question)
+            instruction = self._p.restate_yes
         elif self._is_no(answer):
-            summary = await self._ask_single(self._p.restate_no, question)
+            instruction = self._p.restate_no
         else:
-            return self._next(question, answer)
+            return await self._next(question, answer)
         self._relevance += 1
+        # the player sees only the answer: the rest of the round runs beside its next turn
+        self._fact = asyncio.create_task(self._restate(instruction, question, entry))
+        self._keys = asyncio.create_task(self._match_keys(round_no, question, entry, self._fact, self._keys))
+        if not self._overlap:
+            await self._settle()
+        return await self._next(question, answer)
+
+    async def _restate(self, instruction: str, question: str, entry: dict[str, Any]) -> str:
+        summary = await self._ask_single(instruction, question)
         self._known.append(summary)
-        self._reasoning.append(summary)
         entry["fact"] = summary
+        return summary
+
+    async def _match_keys(self, round_no: int, question: str, entry: dict[str, Any], fact: asyncio.Task[str],
+                          earlier: asyncio.Task[None] | None) -> None:  # fmt: skip
+        """One round's merge and key comparisons, after the earlier rounds' (a hit clears the facts to merge)."""
+        if earlier is not None:
+            await earlier
+        summary = await fact
+        self._reasoning.append(summary)
         merged = summary if len(self._reasoning) == 1 else await self._ask_single(self._p.merge, " ".join(self._reasoning))
         hit = await self._check_keys(question, merged)
         if hit is not None:
@@ -156,7 +189,25 @@ class LTPSession(Session):
         if self._bingo >= self._hints and not self._finished:  # fix: upstream compared with len(remaining)
             self._finished = True
             self._finish_round = round_no + 1
-        return self._next(question, answer)
+
+    async def _settle(self) -> None:
+        """Wait for the host's calls still running (their failure is raised here)."""
+        for task in (self._fact, self._keys):
+            if task is not None:
+                await task
+
+    async def _raise_failure(self) -> None:
+        for task in (self._fact, self._keys):
+            if task is not None and task.done() and not task.cancelled() and task.exception() is not None:
+                await task
+
+    async def close(self) -> None:
+        for task in (self._fact, self._keys):  # an episode that ended early (the player failed, a cancel): stop the host
+            if task is not None and not task.done():
+                task.cancel()
+            if task is not None:
+                with contextlib.suppress(Exception, asyncio.CancelledError):
+                    await task
 
     def _answer_messages(self, question: str) -> list[Message]:
         instruction = self._p.answer_instruction
@@ -182,23 +233,28 @@ class LTPSession(Session):
                 return key
         return None
 
-    def _next(self, question: str, host_msg: str, *, valid: bool = True, error: str | None = None) -> Step:
+    async def _next(self, question: str, host_msg: str, *, valid: bool = True, error: str | None = None) -> Step:
         """End the round: the host's message goes to the player, or the game ends at the round cap."""
         self._log[-1]["reply"] = host_msg
         observation: list[Message] = [{"role": "user", "content": host_msg}]
         outcome = None
         if self._round >= self._rounds:
-            outcome = self._outcome(st.TASK_LIMIT_EXCEEDED, "round limit reached")
+            outcome = await self._end(st.TASK_LIMIT_EXCEEDED, "round limit reached")
         return Step(observation=observation, action=question, valid=valid, error=error, outcome=outcome)
 
     async def on_turn_limit(self) -> Outcome:
-        return self._outcome(st.TASK_LIMIT_EXCEEDED, "round limit reached")
+        return await self._end(st.TASK_LIMIT_EXCEEDED, "round limit reached")
 
     async def on_context_limit(self, error: str) -> Outcome:
         # upstream: AGENT_CONTEXT_LIMIT, and the game's metrics so far are kept (not scored 0)
-        return self._outcome(st.CONTEXT_LIMIT_EXCEEDED, "context limit", error=error)
+        return await self._end(st.CONTEXT_LIMIT_EXCEEDED, "context limit", error=error)
 
     # -- metrics --------------------------------------------------------------------------------------
+
+    async def _end(self, status: str, end_reason: str, *, error: str | None = None) -> Outcome:
+        """The game's outcome once the host's calls still running are done."""
+        await self._settle()
+        return self._outcome(status, end_reason, error=error)
 
     def _outcome(self, status: str, end_reason: str, *, error: str | None = None) -> Outcome:
         rounds = self._rounds
@@ -221,7 +277,7 @@ class LTPSession(Session):
             "language": self._p.language,
             "hit_keys": dict(self._hit_keys),
             "missed_keys": list(self._remaining),
-            "log": self._log,
+            "log": [{k: entry[k] for k in _LOG_KEYS if k in entry} for entry in self._log],
         }
         if error is None and end_reason.startswith("aborted"):
             error = end_reason
