@@ -10,6 +10,7 @@ produces when the user builds it), then runs the os environment as that user wit
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import pwd
@@ -82,6 +83,7 @@ def _user(name: str) -> pwd.struct_passwd:
 
 def _prepare_root(user: pwd.struct_passwd, built: Path, base: tuple[int, int], count: int) -> Path:
     """The user's cached sandbox root: the built one copied, owners moved into ``base`` (count ids)."""
+    built = asyncio.run(rootfs_mod.ensure_shifted(built, sandbox_mod.ROOT_ID_BASE, sandbox_mod.ROOT_ID_BASE))
     cache = Path(user.pw_dir) / ".cache" / "agentbench-async" / "os-rootfs"
     final = cache / (built.parent.name if count > 1 else "single-id")
     root = final / "root"
