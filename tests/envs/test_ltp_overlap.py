@@ -146,3 +146,23 @@ async def test_the_judges_in_flight_limit_holds_while_its_calls_overlap_the_play
     assert all(later_start >= end - 1e-3 for (_, end), (later_start, _) in zip(judge, judge[1:]))  # one at a time
     agent = [(s, e) for caller, s, e in spans if caller == "agent"]
     assert any(s < je and js < e for s, e in agent for js, je in judge)  # the player asked while the host worked
+
+
+async def test_a_failed_host_call_found_when_the_players_context_overflows_is_a_model_error() -> None:
+    from agentbench_async.errors import ContextLimitError
+
+    env = LTPEnvironment(options={"rounds": 5})
+    task = dataclasses.replace(next(env.tasks("dev")), data=_TASK_DATA)
+
+    async def player(messages: list[Message], tools: Any, turn: int, calls: list[CallRow], caller: str) -> ModelReply:
+        if turn == 2:
+            raise ContextLimitError("prompt too long")
+        return ModelReply(content="Is it true that they were playing a board game with tokens?")
+
+    async def host(messages: list[Message], tools: Any, turn: int, calls: list[CallRow], caller: str) -> ModelReply:
+        if len(messages) > 1:
+            return ModelReply(content="Yes.")
+        raise ModelError("judge: HTTP 500 after 5 retries")
+
+    record = await run_episode(env, EpisodeSpec(model="p", task=task), player, host)
+    assert record.status == "model_error" and "HTTP 500" in (record.error or "")  # not a context overflow with a half game
