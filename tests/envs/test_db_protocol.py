@@ -164,7 +164,7 @@ async def test_missing_mariadb_names_the_package() -> None:
 
 def test_bad_options_are_config_errors() -> None:
     with pytest.raises(ConfigError, match="statement_timeout"):
-        DBEnvironment(options={"statement_timeout": "soon"})._timeout()
+        DBEnvironment.check_options({"statement_timeout": "soon"})
     with pytest.raises(ConfigError, match="capacity"):
         _ = DBEnvironment(options={"capacity": 0}).capacity
 
