@@ -92,6 +92,8 @@ def test_bad_model_values_are_refused_in_one_line_before_the_run(capsys, tmp_pat
     ("mind2web.prompt=x", ["mind2web: option prompt='x' must be one of cot, plain"]),
     ("mind2web.range_min=-1", ["mind2web: option range_min='-1' must be a non-negative integer"]),
     ("echo.turns=many", ["echo: option turns='many' must be a non-negative integer"]),
+    ("os.concurrency=0", ["os: option concurrency='0' must be a positive integer"]),
+    ("os.shm_mb=lots", ["os: option shm_mb='lots' must be a positive integer"]),
     ("nosuch.x=1", ["env_options: unknown environment 'nosuch'"]),
 ])  # fmt: skip
 def test_bad_environment_options_are_refused_in_one_line_before_the_run(capsys, tmp_path, option, needles):
@@ -100,11 +102,9 @@ def test_bad_environment_options_are_refused_in_one_line_before_the_run(capsys, 
         assert needle in line, line
 
 
-def test_every_environment_but_os_declares_its_options():
-    """(os is declared by its own rewrite: it plugs into Environment.option_specs the same way)"""
+def test_every_environment_declares_its_options():
     for name in [*available_envs(), "echo"]:
-        specs = env_class(name).option_specs
-        assert name == "os" or specs, f"{name} declares no options"
+        assert env_class(name).option_specs, f"{name} declares no options"
 
 
 def test_a_db_task_file_that_is_not_utf8_is_one_line(capsys, tmp_path):
