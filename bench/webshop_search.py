@@ -4,8 +4,8 @@
 
 Each size other than the built-in catalogue's 1,200 products is made by the built-in generator
 (``environments/webshop/generate.py``). Queries: every goal's instruction (long, as a model's first search
-often is) and two seeded 1-4 word windows of it (short, many ties); each is searched once, single thread;
-queries per second of wall-clock time and per second of this process's CPU time (steadier on a shared machine).
+often is) and two seeded 1-4 word windows of it (short, many ties), single thread; the versions take turns over
+``--rounds`` passes and the medians are printed, per second of wall-clock time and of this process's CPU time.
 ``--before REV`` also times ``envs/webshop/search.py`` as it was at git revision REV (e.g. the bm25s version
 before the Lucene-exact one: ``--before bcd0ae4~1``; it needs that version's dependencies installed) and, on
 the built-in catalogue, how many of the Anserini fixture's page-1 rankings each version reproduces.
@@ -18,6 +18,7 @@ import argparse
 import importlib.util
 import json
 import random
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -76,24 +77,41 @@ def _agreement(index: Any, catalog: Catalog) -> str:
     return f"page 1 as Anserini for {same}/{len(fixture)} fixture queries ({same / len(fixture):.1%})"
 
 
-def measure(name: str, module: ModuleType, catalog: Catalog, builtin: bool) -> None:
-    t0 = time.perf_counter()
-    index = _index(module, catalog)
-    t_index = time.perf_counter() - t0
-    queries = _queries(catalog)
-    index.search(queries[0])  # first-use costs (the tokenizer's Unicode tables) are not per query
+def _rates(index: Any, queries: list[str]) -> tuple[float, float]:
+    """(queries per wall-clock second, per CPU second) over one pass of the queries."""
     t0, c0 = time.perf_counter(), time.process_time()
     for q in queries:
         index.search(q)
-    wall, cpu = len(queries) / (time.perf_counter() - t0), len(queries) / (time.process_time() - c0)
-    extra = f"; {_agreement(index, catalog)}" if builtin else ""
-    print(f"  {name}: index {t_index:.2f} s, {wall:,.0f} queries/s ({cpu:,.0f} per CPU second; {len(queries)} queries){extra}")
+    return len(queries) / (time.perf_counter() - t0), len(queries) / (time.process_time() - c0)
+
+
+def measure(versions: list[tuple[str, ModuleType]], catalog: Catalog, builtin: bool, rounds: int) -> None:
+    """Each version's index time, then ``rounds`` passes over the queries, the versions taking turns (so a change in
+    the machine's load hits them alike); the medians are printed."""
+    queries = _queries(catalog)
+    indexes = []
+    for name, module in versions:
+        t0 = time.perf_counter()
+        index = _index(module, catalog)
+        indexes.append((name, index, time.perf_counter() - t0))
+        index.search(queries[0])  # first-use costs (the tokenizer's Unicode tables) are not per query
+    rates: dict[str, list[tuple[float, float]]] = {name: [] for name, _, _ in indexes}
+    for _ in range(rounds):
+        for name, index, _ in indexes:
+            rates[name].append(_rates(index, queries))
+    for name, index, t_index in indexes:
+        wall = statistics.median(r[0] for r in rates[name])
+        cpu = statistics.median(r[1] for r in rates[name])
+        extra = f"; {_agreement(index, catalog)}" if builtin else ""
+        print(f"  {name}: index {t_index:.2f} s, {wall:,.0f} queries/s ({cpu:,.0f} per CPU second; median of {rounds} "
+              f"passes over {len(queries)} queries){extra}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1200, 100_000])
     parser.add_argument("--before", default=None, help="also time search.py at this git revision")
+    parser.add_argument("--rounds", type=int, default=5, help="passes over the queries per version (medians printed)")
     args = parser.parse_args()
     versions = [("now", current)] + ([(f"at {args.before}", _old_module(args.before))] if args.before else [])
     print(f"before: {load_average()}")
@@ -106,8 +124,7 @@ def main() -> None:
                 generator.write(Path(tmp), generator.build(n_products=size, n_goals=N_GOALS))
                 catalog, label = load_catalog(Path(tmp)), "generated"
         print(f"{len(catalog.products):,} products ({label}):")
-        for name, module in versions:
-            measure(name, module, catalog, builtin=size == 1200)
+        measure(versions, catalog, builtin=size == 1200, rounds=args.rounds)
     print(f"after: {load_average()}")
 
 
