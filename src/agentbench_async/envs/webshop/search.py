@@ -102,7 +102,8 @@ class SearchIndex:
         self._tie_rank[self._by_tie_rank] = np.arange(self.size)
         terms_arr = np.frombuffer(term_ids, dtype=np.int32)
         order = np.argsort(terms_arr, kind="stable")  # by term, each term's documents ascending
-        self._offsets = np.searchsorted(terms_arr[order], np.arange(len(vocab) + 1))
+        offsets = np.searchsorted(terms_arr[order], np.arange(len(vocab) + 1))  # term t: postings offsets[t]:offsets[t+1]
+        self._offsets: list[int] = offsets.tolist()  # read per query term: Python ints are cheaper than numpy's
         self._docs = np.repeat(np.arange(self.size, dtype=np.int32), np.frombuffer(distinct, dtype=np.int32))[order]
         tf = np.frombuffer(freqs, dtype=np.int32)[order].astype(np.float32)
         del term_ids, freqs, terms_arr, order
@@ -114,7 +115,7 @@ class SearchIndex:
         norms = np.array([int_to_byte4(n) for n in range(int(length.max(initial=0)) + 1)], dtype=np.uint8)
         # tf * normInverse per posting: the product Lucene computes at query time, in float32
         self._tf_norm = tf * norm_inverse[norms[length[self._docs]]]
-        df = np.diff(self._offsets).astype(np.float64)
+        df = np.diff(offsets).astype(np.float64)
         self._idf = np.log(1 + (doc_count - df + 0.5) / (df + 0.5)).astype(np.float32)
 
     def scores(self, query: str) -> tuple[np.ndarray, np.ndarray]:
@@ -123,9 +124,10 @@ class SearchIndex:
         if not clauses:
             return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
         docs, parts = [], []
+        offsets = self._offsets
         for term, boost in clauses.items():
             t = self._vocab[term]
-            start, end = self._offsets[t], self._offsets[t + 1]
+            start, end = offsets[t], offsets[t + 1]
             weight = _F32(boost) * self._idf[t]
             docs.append(self._docs[start:end])
             parts.append(weight - weight / (_F32(1) + self._tf_norm[start:end]))
@@ -152,7 +154,7 @@ class SearchIndex:
         keys = np.sort(keys)[::-1]
         positions = self._by_tie_rank[self.size - (keys & 0xFFFFFFFF)]
         best = (keys >> 32).astype(np.int32).view(np.float32)
-        return [(int(p), float(s)) for p, s in zip(positions, best)]
+        return list(zip(positions.tolist(), best.tolist()))
 
     def search(self, query: str, k: int = TOP_K) -> list[int]:
         """Positions of the (at most ``k``) best matching documents; only documents sharing a query term."""
