@@ -19,6 +19,7 @@ from ...errors import EnvError, EnvUnavailableError
 from ...types import Message, ModelReply
 from ..base import Environment, EpisodeContext, Outcome, Session, Step, Task
 from ..options import Option
+from .control import close_idle_wardens
 from .grading import grade, run_script
 from .protocol import TOOLS, Action, ParseError, first_messages, observation_text, parse_text, parse_tools
 from .records import builtin_tasks, official_tasks
@@ -102,6 +103,9 @@ class OSEnvironment(Environment):
         if code != 0 or out.strip() != "ok":
             raise EnvUnavailableError(f"os: the sandbox does not run commands (exit {code}: {out.strip()[:200]})")
         self._checked = True
+
+    async def close(self) -> None:
+        await close_idle_wardens()  # the ones started ahead for sandboxes this run will not make
 
     async def open_session(self, task: Task, ctx: EpisodeContext) -> Session:
         if not self._checked:

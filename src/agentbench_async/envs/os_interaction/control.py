@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import marshal
 import socket
 import subprocess
@@ -72,7 +73,7 @@ class WardenChannel:
         fut: asyncio.Future[tuple[dict[str, Any], list[int]]] = self._loop.create_future()
         if (kind, key) in self._early:
             fut.set_result(self._early.pop((kind, key)))
-        elif self.closed.done() and kind != "exited":
+        elif self.closed.done():
             fut.set_exception(EnvError(f"os: {self.closed.result()}"))
         else:
             self._waiters[(kind, key)] = fut
@@ -106,9 +107,19 @@ class WardenChannel:
 
 
 _WARDENS_AHEAD = 2
-_idle_wardens: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, list[asyncio.Task[tuple[Child, socket.socket, Any]]]] = (
-    weakref.WeakKeyDictionary()
-)
+
+
+class _Ahead:
+    """Wardens started ahead on one event loop. Those that are up wait in ``ready``, which holds no
+    reference to the loop: when the loop is gone so is this, their sockets close and they exit."""
+
+    def __init__(self) -> None:
+        self.ready: list[tuple[Child, socket.socket, Any]] = []
+        self.pending = 0
+
+
+_ahead: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Ahead] = weakref.WeakKeyDictionary()
+_starting: set[asyncio.Task[tuple[Child, socket.socket, Any]]] = set()
 
 
 async def _spawn_warden() -> tuple[Child, socket.socket, Any]:
@@ -131,10 +142,34 @@ async def _spawn_warden() -> tuple[Child, socket.socket, Any]:
 
 
 async def take_warden() -> tuple[Child, socket.socket, Any]:
-    """A warden from the ones started ahead on this event loop (then one more is started), else a new one.
-    Idle wardens exit by themselves when their socket closes (the loop or the process ends)."""
+    """A warden started ahead on this event loop (more are started to replace it), else a new one."""
     loop = asyncio.get_running_loop()
-    ahead = _idle_wardens.setdefault(loop, [])
-    while len(ahead) < _WARDENS_AHEAD + 1:
-        ahead.append(loop.create_task(_spawn_warden()))
-    return await ahead.pop(0)
+    ahead = _ahead.setdefault(loop, _Ahead())
+    item = ahead.ready.pop(0) if ahead.ready else None
+    _refill(loop, ahead)
+    return item if item is not None else await _spawn_warden()
+
+
+def _refill(loop: asyncio.AbstractEventLoop, ahead: _Ahead) -> None:
+    while len(ahead.ready) + ahead.pending < _WARDENS_AHEAD:
+        ahead.pending += 1
+        task = loop.create_task(_spawn_warden())
+        _starting.add(task)
+        task.add_done_callback(functools.partial(_arrived, ahead))
+
+
+def _arrived(ahead: _Ahead, task: asyncio.Task[tuple[Child, socket.socket, Any]]) -> None:
+    _starting.discard(task)
+    ahead.pending -= 1
+    if not task.cancelled() and task.exception() is None:
+        ahead.ready.append(task.result())
+
+
+async def close_idle_wardens() -> None:
+    """End the wardens started ahead on this event loop (an environment's close)."""
+    ahead = _ahead.pop(asyncio.get_running_loop(), None)
+    for child, sock, stderr in ahead.ready if ahead else []:
+        sock.close()  # the warden reads end of file and exits
+        stderr.close()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(child.wait(), timeout=5)

@@ -51,6 +51,7 @@ HOSTNAME = "agentbench"
 # processes — all only inside its user namespace. No CAP_SYS_ADMIN (mounts), CAP_MKNOD, CAP_NET_*, CAP_SYS_PTRACE.
 CAPS = ("CHOWN", "DAC_OVERRIDE", "DAC_READ_SEARCH", "FOWNER", "FSETID", "KILL", "SETGID", "SETUID", "AUDIT_WRITE")
 _TOOLS = ("bwrap",)
+_SPAWN_TIMEOUT = 60.0  # the warden forks and the child execs: milliseconds, unless the machine is stuck
 _STATE_PREFIX = "agentbench-os-"
 
 
@@ -292,7 +293,10 @@ class Sandbox:
         spawned = self._channel.expect("spawned", rid)
         exited = self._channel.expect("exited", rid)
         await self._channel.send(request, () if tty else (*(stdio or ()), *extra_fds))
-        msg, fds = await spawned
+        try:
+            msg, fds = await asyncio.wait_for(spawned, timeout=_SPAWN_TIMEOUT)
+        except asyncio.TimeoutError:
+            raise EnvError(f"os: the sandbox did not start {argv[0]} within {_SPAWN_TIMEOUT:g} s") from None
         if msg.get("error"):
             with contextlib.suppress(asyncio.CancelledError, EnvError):
                 await exited
