@@ -1,0 +1,131 @@
+"""How episodes failed (analytics/45_behaviour.sql): the same action again and again, cycles of 2 or 3, turns without
+anything new from the environment, recovery after a refused action, and each episode's behaviour label with its
+evidence; environment text (few-shot examples in the assistant role) is never taken for the model's action, in
+files with ``turns.injected`` and in files written before it."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+import duckdb
+import pytest
+from analytics_support import T0, WriteRun
+
+from agentbench_async.analytics import load
+
+# (action, observation, valid) per reply of the model
+Script = list[tuple[str, str, bool]]
+
+
+def _scripted(write_run: WriteRun, episodes: list[tuple[str, bool, Script]], *, env: str = "webshop", name: str = "b",
+              injected: bool | None = False, example: str | None = None) -> tuple[Path, list[str]]:
+    """A file whose episodes (status, success, script) have exactly these replies. ``example``: an assistant message
+    the environment wrote after each reply (marked injected, or NULL like a file written before the column)."""
+    path = write_run(name, {("alpha", env): [(status, success, 1.0 if success else 0.0, None) for status, success, _ in episodes]},
+                     config={"models": [{"name": "alpha"}]})
+    con = duckdb.connect(str(path))
+    ids = [r[0] for r in con.execute("SELECT episode_id FROM episodes ORDER BY task_id").fetchall()]
+    con.execute("DELETE FROM turns")
+    for episode_id, (_, _, script) in zip(ids, episodes):
+        con.execute("UPDATE episodes SET n_turns = ? WHERE episode_id = ?", [len(script), episode_id])
+        rows = [(0, "user", "the task", None, None, None, False)]
+        for turn, (action, observation, valid) in enumerate(script, 1):
+            rows.append((turn, "assistant", f"Thought: hmm.\nAction: {action}", action, observation, valid, injected))
+            rows.append((turn, "user", observation, None, None, None, injected if injected is None else False))
+            if example is not None:
+                rows.append((turn, "assistant", example, example, None, True, True if injected is not None else None))
+        for seq, (turn, role, content, action, observation, valid, marked) in enumerate(rows):
+            con.execute("INSERT INTO turns (run_id, episode_id, turn, seq, role, content, action, observation, valid, injected, "
+                        "created_at) VALUES ('run-' || ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        [name, episode_id, turn, seq, role, content, action, observation, valid, marked, T0 + timedelta(seconds=seq)])
+    con.close()
+    return path, ids
+
+
+def _behaviour(path: Path) -> dict[str, dict]:  # type: ignore[type-arg]
+    with load(path) as res:
+        return {r["episode_id"]: r for r in res.episode_behaviour.iter_rows(named=True)}
+
+
+TLE = ("task_limit_exceeded", False)
+
+
+def test_the_same_action_again_and_again_is_a_loop_with_its_turns(write_run: WriteRun) -> None:
+    script = [("search[red shoes]", "results", True)] + [(a, "cart page", True) for a in
+                                                        ("click[Add to Cart]", "click[add to cart] ", "CLICK[Add  to cart]", "click[add to cart]")]
+    path, (ep,) = _scripted(write_run, [(*TLE, script)])
+    row = _behaviour(path)[ep]
+    assert row["behaviour"] == "looping"
+    assert (row["loop_period"], row["loop_from_turn"], row["loop_to_turn"]) == (1, 2, 5)
+    assert row["evidence"] == 'turns 2-5: "click[add to cart]" 4 times in a row'
+
+
+def test_twice_in_a_row_is_not_a_loop_but_a_cycle_of_two_done_twice_is(write_run: WriteRun) -> None:
+    twice = [("look", "a room", True), ("look", "a room", True), ("go north", "a hall", True), ("open door", "a garden", True)]
+    cycle = [("go north", "a hall", True), ("look", "a hall, again", True), ("go north", "a hall", True), ("look", "a hall, again", True),
+             ("take key", "you have a key", True)]
+    path, (a, b) = _scripted(write_run, [(*TLE, twice), (*TLE, cycle)])
+    rows = _behaviour(path)
+    assert rows[a]["loop_period"] is None and rows[a]["behaviour"] == "none"
+    assert (rows[b]["behaviour"], rows[b]["loop_period"], rows[b]["loop_from_turn"], rows[b]["loop_to_turn"]) == ("looping", 2, 1, 4)
+    assert rows[b]["evidence"] == 'turns 1-4: "go north", "look" over and over (a cycle of 2)'
+
+
+def test_a_longer_cycle_is_stalled_not_looping(write_run: WriteRun) -> None:
+    """Four different questions asked round after round (mock-weak's ltp): no repeat of period <= 3, but after the first
+    four answers the environment has nothing new to say."""
+    script = [(q, f"answer to {q}", True) for q in ("a?", "b?", "c?", "d?") * 3]
+    path, (ep,) = _scripted(write_run, [(*TLE, script)], env="ltp")
+    row = _behaviour(path)[ep]
+    assert row["loop_period"] is None
+    assert (row["behaviour"], row["last_new_observation_turn"], row["turns_after_last_new"]) == ("stalled", 4, 8)
+    assert row["evidence"] == "nothing new from the environment after turn 4 (8 more replies)"
+
+
+def test_recovery_after_a_refused_action(write_run: WriteRun) -> None:
+    recovered = [("search[shoes]", "results", True), ("click[nothing]", "Invalid action!", False), ("click[item 1]", "item page", True),
+                 ("click[buy now]", "bought", True)]
+    stuck = [("click[x]", "Invalid action!", False), ("click[y]", "Invalid action!", False)]
+    path, (a, b) = _scripted(write_run, [("completed", True, recovered), ("invalid_action", False, stuck)])
+    rows = _behaviour(path)
+    assert (rows[a]["first_invalid_turn"], rows[a]["recovered"], rows[a]["recovery_turn"], rows[a]["behaviour"]) == (2, True, 3, "recovered")
+    assert rows[a]["evidence"] == "first refused action at turn 2, a valid one at turn 3"
+    assert (rows[b]["first_invalid_turn"], rows[b]["invalid_actions"], rows[b]["recovered"]) == (1, 2, False)
+    with load(path) as res:
+        summary = res.behaviour_summary.row(0, named=True)
+    assert (summary["episodes_with_errors"], summary["recovered"], summary["recovery_rate"]) == (2, 1, 0.5)
+    assert [e["episode_id"] for e in summary["recovered_examples"]] == [a]
+    assert summary["unrecovered_examples"] == [{"episode_id": b, "run_id": "run-b",
+                                                "evidence": "first refused action at turn 1, no valid one after it"}]
+
+
+def test_a_wrong_answer_before_the_work_a_solved_episode_needs_is_giving_up_early(write_run: WriteRun) -> None:
+    solved = [(f"step {i}", f"state {i}", True) for i in range(1, 6)]
+    early = [("step 1", "state 1", True), ("answer 42", "done", True)]
+    path, (s1, s2, e) = _scripted(write_run, [("completed", True, solved), ("completed", True, solved), ("completed", False, early)])
+    row = _behaviour(path)[e]
+    assert row["behaviour"] == "gave_up_early"
+    assert row["evidence"] == "answered after 2 replies; solved webshop episodes took 5 (median)"
+
+
+def test_share_of_task_limit_episodes_that_loop(write_run: WriteRun) -> None:
+    loop = [("click[buy]", "cart", True)] * 4
+    varied = [(f"search[{i}]", f"results {i}", True) for i in range(4)]
+    path, ids = _scripted(write_run, [(*TLE, loop), (*TLE, loop), (*TLE, varied), ("completed", True, varied[:2])])
+    with load(path) as res:
+        s = res.behaviour_summary.row(0, named=True)
+    assert (s["tle_episodes"], s["tle_looping"], s["loop_share"], s["looping"]) == (3, 2, 2 / 3, 2)
+    assert [e["episode_id"] for e in s["looping_examples"]] == ids[:2]
+
+
+@pytest.mark.parametrize("marked", [True, None], ids=["injected-column", "file-before-the-column"])
+def test_environment_examples_in_the_assistant_role_are_not_actions(write_run: WriteRun, marked: bool | None) -> None:
+    """An example the environment repeats after every reply (mind2web asks each round anew after its examples) would
+    read as 'the same action every turn' if it were taken for the model's."""
+    script = [(f"click[{c}]", f"page {c}", True) for c in "abcd"]
+    path, (ep,) = _scripted(write_run, [(*TLE, script)], injected=False if marked else None, example="click[the example]")
+    row = _behaviour(path)[ep]
+    assert (row["replies"], row["loop_period"], row["behaviour"]) == (4, None, "none")
+    with load(path) as res:
+        assert res.sql("SELECT list(action_key ORDER BY turn) AS a FROM reply_actions").rows()[0][0] == [f"click[{c}]" for c in "abcd"]
