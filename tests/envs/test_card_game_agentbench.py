@@ -399,6 +399,10 @@ def test_the_fixed_game_and_own_wording_are_deviations(tmp_path: Path) -> None:
                "env_options": {"card_game": options}}  # fmt: skip
         return {d.setting: d.value for d in deviations(build_config(raw, where="test").public_dict())}
 
+    assert set(settings(str(tmp_path))) == {"card_game.acknowledgement"}  # no AI/client.py there
+    client = upstream_path(tmp_path, V02, CLIENT_FILE)
+    client.parent.mkdir(parents=True)
+    client.write_text("")
     assert settings(str(tmp_path)) == {}  # AgentBench's game with its texts: the paper's settings
     assert settings(str(tmp_path), fixes="false") == {}
     assert set(settings(None)) == {"card_game.prompts"}
@@ -421,3 +425,21 @@ async def test_report_shows_the_fixed_game_beside_the_score(tmp_path: Path, offi
     text = con.export_text()
     assert "card_game.fixes: true: one conversation" in text and text.index("card_game.fixes") < text.index("Scores")
     assert "differs: card_game.fixes, card_game.prompts" in text[text.index("Scores"):]  # beside the score
+
+
+def test_a_data_dir_without_client_py_is_a_named_deviation(official_data_dir: Path, tmp_path: Path) -> None:
+    """AgentBench's data/ lacks AI/client.py (upstream's acknowledgement): the run stores that and says so beside
+    the score instead of claiming v0.2's settings; with the file there, no such entry."""
+    settled = CardGameEnvironment.settled_options(official_data_dir, {})
+    if upstream_path(official_data_dir, V02, CLIENT_FILE).is_file():
+        assert settled == {"acknowledgement": "upstream"}
+    else:
+        assert settled == {"acknowledgement": "own"}
+        names = [d.setting for d in CardGameEnvironment.deviations(official_data_dir, settled, "text")]
+        assert names == ["card_game.acknowledgement"]
+    shutil.copytree(official_data_dir / "upstream-prompts", tmp_path / "upstream-prompts")
+    upstream_path(tmp_path, V02, CLIENT_FILE).write_text("class Client:\n    def llm_call(self, history, prompt, system):\n"
+                                                        "        if system:\n            history.append((system, 'Ok.'))\n")  # fmt: skip
+    settled = CardGameEnvironment.settled_options(tmp_path, {})
+    assert settled == {"acknowledgement": "upstream"} and CardGameEnvironment.deviations(tmp_path, settled, "text") == []
+    assert CardGameEnvironment.settled_options(tmp_path, {"fixes": "true"}) == {"fixes": "true"}  # reads no file

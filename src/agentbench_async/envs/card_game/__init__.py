@@ -39,7 +39,7 @@ from .engine import STATE_LIMIT
 from .protocol import MAX_TRIES
 from .session import FixedSession
 from .tasks import load_tasks
-from .wording import AGENT_FILE, PROMPT_FILE, Wording, load_wording
+from .wording import AGENT_FILE, CLIENT_FILE, PROMPT_FILE, Wording, load_wording
 
 # The model decides at most 32 times per game as player 0 (31 as player 1), a guess and an action each,
 # with up to 5 tries per decision: upstream's own ceiling on replies per game.
@@ -63,7 +63,19 @@ class CardGameEnvironment(Environment):
         "fixes": Option("bool"),
         "decision_seconds": Option("int", "model time per decision, 0 for none", minimum=0),
         "game_seconds": Option("int", "model time per game, 0 for none", minimum=0),
+        # stored by the run (settled_options), not meant to be given: whose acknowledgement follows the rules
+        "acknowledgement": Option("choice", "upstream's from AI/client.py, or the project's own", choices=("upstream", "own")),
     }
+
+    @classmethod
+    def settled_options(cls, data_dir: Path | None, options: Mapping[str, Any]) -> dict[str, Any]:
+        """AgentBench's game read from ``--data-dir``: whether upstream's acknowledgement is there (``AI/client.py``,
+        which AgentBench's ``data/`` lacks), stored so the run's deviations say when it is not."""
+        settled = dict(options)
+        fixed = str(settled.get("fixes", "false")).strip().lower() != "false"
+        if data_dir is not None and not fixed and "acknowledgement" not in settled:
+            settled["acknowledgement"] = "upstream" if upstream_path(Path(data_dir), V02, CLIENT_FILE).is_file() else "own"
+        return settled
 
     @classmethod
     def deviations(cls, data_dir: object, options: dict[str, Any], action_mode: str) -> list[Deviation]:
@@ -77,6 +89,10 @@ class CardGameEnvironment(Environment):
         if fixed or not data_dir:
             out.append(Deviation("card_game.prompts", "the project's own wording", "upstream's texts, read from --data-dir",
                                  "prompt wording differs", envs=("card_game",)))  # fmt: skip
+        elif options.get("acknowledgement") == "own":
+            out.append(Deviation("card_game.acknowledgement", f"the project's own ({CLIENT_FILE} was not in --data-dir)",
+                                 "upstream's acknowledgement after the rules (AI/client.py)", "prompt wording differs",
+                                 envs=("card_game",)))  # fmt: skip
         return out
 
     @classmethod
