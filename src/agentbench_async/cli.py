@@ -123,6 +123,8 @@ def _parser() -> argparse.ArgumentParser:
                       "the results to your network)")
     view.add_argument("--port", type=int, default=8760, help="port (default 8760; 0 picks a free one)")
     view.add_argument("--pool", action="store_true", help="merge the configurations of a model x environment into one row")
+    view.add_argument("--export", type=Path, metavar="DIR", help="write a static site into DIR (new or empty) instead of serving: "
+                      "overview, failure matrix, episode lists and every transcript; opens from file:// or any static host")
 
     sub.add_parser("envs", help="environments, splits, task counts, what each needs installed")
 
@@ -367,6 +369,13 @@ def _cmd_view(args: argparse.Namespace) -> int:
     from .view import serve
     from .view.app import is_loopback
 
+    if args.export is not None:
+        from .view.export import export, open_hint, size_text
+
+        done = export(args.paths, args.export, pool=args.pool)
+        _err.print(f"agentbench view: exported {done.episodes:,} transcripts and {done.list_pages:,} pages of {done.lists:,} episode "
+                   f"lists to {done.folder} ({size_text(done.bytes)}, {done.seconds:.1f} s); open {open_hint(done.folder)}", markup=False)
+        return 0
     if not is_loopback(args.host):
         _err.print(f"warning: listening on {args.host}: anyone who can reach it can read these results", markup=False)
     try:

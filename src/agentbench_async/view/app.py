@@ -22,7 +22,7 @@ from aiohttp import web
 from ..errors import AgentBenchError
 from . import pages
 from . import queries as q
-from .html import Markup, page
+from .html import CSP, Markup, page
 from .source import Source
 
 STATIC = Path(__file__).parent / "static"
@@ -31,8 +31,7 @@ LIVE_REFRESH_S = 2.0
 PENDING_REFRESH_S = 3.0
 _LOOPBACK_NAMES = {"localhost", "127.0.0.1", "::1"}
 _HEADERS = {
-    "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-    "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
+    "Content-Security-Policy": f"{CSP}; frame-ancestors 'none'",
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
     "X-Frame-Options": "DENY",

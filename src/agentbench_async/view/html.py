@@ -85,20 +85,26 @@ def note(text: Any) -> Markup:
     return element("p", text, cls="note")
 
 
+CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; "
+       "base-uri 'none'")  # the pages' Content-Security-Policy (the live app adds frame-ancestors, which a <meta> cannot carry)
+
 NAV: tuple[tuple[str, str], ...] = (
     ("/", "Overview"), ("/failures", "Failures"), ("/episodes", "Episodes"), ("/live", "Live"),
     ("/compare", "Compare"), ("/sql", "SQL"),
 )
 
 
-def page(title: str, body: Markup, *, active: str, files: Sequence[str], refresh_s: float | None = None) -> str:
-    """The whole document: header with the navigation and the files shown, then ``body``."""
+def page(title: str, body: Markup, *, active: str, files: Sequence[str], refresh_s: float | None = None,
+         nav_links: Sequence[tuple[str, str]] = NAV, csp_meta: bool = False) -> str:
+    """The whole document: header with the navigation (``nav_links``) and the files shown, then ``body``. ``csp_meta``
+    puts the Content-Security-Policy into the page itself (a static export has no server to send it as a header)."""
     on = ' class="on"'
-    nav = "".join(f'<a href="{href}"{on if href == active else ""}>{escape(label)}</a>' for href, label in NAV)
+    nav = "".join(f'<a href="{href}"{on if href == active else ""}>{escape(label)}</a>' for href, label in nav_links)
+    meta = f'<meta http-equiv="Content-Security-Policy" content="{escape(CSP)}">' if csp_meta else ""
     names = ", ".join(escape(f.rsplit("/", 1)[-1]) for f in files)
     refresh = f' data-refresh="{refresh_s:g}"' if refresh_s else ""
     return (
-        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+        f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">{meta}'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{escape(title)} · agentbench view</title>"
         '<link rel="icon" href="/static/favicon.svg"><link rel="stylesheet" href="/static/view.css"><script src="/static/view.js" defer></script></head>'

@@ -161,7 +161,8 @@ def _input(name: str, label: str, value: str, size: int = 12) -> Markup:
     return Markup(f'<label>{esc(label)} <input name="{name}" value="{esc(value)}" size="{size}"></label>')
 
 
-def episodes(data: q.EpisodePage) -> Markup:
+def episodes(data: q.EpisodePage, *, form: bool = True) -> Markup:
+    """The episode list; ``form=False`` (a static export: no server to filter) names the list's filters instead of the form."""
     f = data.filters
     everything = [("", "all")]
     fields = [
@@ -176,8 +177,14 @@ def episodes(data: q.EpisodePage) -> Markup:
         fields.insert(3, _select("config", "configuration", everything + data.configs, f.config))
     if len(data.files) > 1:
         fields.insert(0, _select("file", "file", everything + [(str(i + 1), f"#{i + 1}") for i in range(len(data.files))], f.file))
-    form = Markup(f'<form class="filters" method="get" action="/episodes">{join(fields)}<button>Filter</button> '
-                  f'{link("/episodes", "clear")}</form>')
+    if form:
+        head = Markup(f'<form class="filters" method="get" action="/episodes">{join(fields)}<button>Filter</button> '
+                      f'{link("/episodes", "clear")}</form>')
+    else:
+        chosen = [f"{k} {v}" for k, v in (("file", f"#{f.file}" if f.file else ""), ("model", f.model), ("env", f.env),
+                                          ("configuration", dict(data.configs).get(f.config, f.config[:8])), ("status", f.status)) if v]
+        head = element("p", join(["Episodes of ", " · ".join(chosen) if chosen else "every model and environment", " (",
+                                  link("/episodes", "all episodes"), ")"]), cls="filters")
     pager = [f"{counted(data.total, 'episode')} {'matches' if data.total == 1 else 'match'}"]
     if data.pages > 1:
         pager.append(f" · page {f.page} of {data.pages} ")
@@ -193,7 +200,7 @@ def episodes(data: q.EpisodePage) -> Markup:
                r["task_id"], r["repeat"], badge(r["failure_class"]), r["score"], r["n_turns"], r["error"] or "", r["finished_at"]]
         rows.append(([f"#{no}"] if multi else []) + row)
     headers = (["file"] if multi else []) + ["episode", "task", "repeat", "class", "score", "turns", "error", "finished"]
-    return join([form, element("p", join(pager), cls="pager"),
+    return join([head, element("p", join(pager), cls="pager"),
                  table(headers, rows, left=len(headers) - 4, cls="episodes", test_id="episodes")])
 
 

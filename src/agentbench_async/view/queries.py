@@ -211,20 +211,27 @@ class EpisodePage:
         return max(1, -(-self.total // PAGE_SIZE))
 
 
+def episode_rows(res: Results, filters: EpisodeFilters, limit: int | None = PAGE_SIZE, offset: int = 0) -> pl.DataFrame:
+    """The filtered episode list's rows in its order (``limit`` None: all of them), with the match count ``total``."""
+    where, params = filters.where(res.paths)
+    window = "" if limit is None else f" LIMIT {limit} OFFSET {offset}"
+    return res.sql(
+        f"""
+        SELECT source_file, run_id, episode_id, model, env, split, task_id, repeat, status, failure_class, infra,
+               score, n_turns, left(error, 160) AS error, finished_at, count(*) OVER () AS total
+        FROM episode_outcomes AS o{where}
+        ORDER BY {SORTS[filters.sort]}{window}
+        """,
+        params,
+    )
+
+
 def episode_page(res: Results, filters: EpisodeFilters, source: Source | None = None) -> EpisodePage:
     """A page of the filtered episode list; a page past the last one shows the last one."""
     where, params = filters.where(res.paths)
 
     def page_rows(page: int) -> pl.DataFrame:
-        return res.sql(
-            f"""
-            SELECT source_file, run_id, episode_id, model, env, split, task_id, repeat, status, failure_class, infra,
-                   score, n_turns, left(error, 160) AS error, finished_at, count(*) OVER () AS total
-            FROM episode_outcomes AS o{where}
-            ORDER BY {SORTS[filters.sort]} LIMIT {PAGE_SIZE} OFFSET {PAGE_SIZE * (page - 1)}
-            """,
-            params,
-        )
+        return episode_rows(res, filters, PAGE_SIZE, PAGE_SIZE * (page - 1))
 
     rows = page_rows(filters.page)
     if rows.height:
