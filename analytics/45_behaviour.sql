@@ -179,7 +179,7 @@ FROM e;
 -- behaviour_summary: per model x env x configuration: how the task-limit episodes failed (tle_looping of
 -- tle_episodes: loop_share; tle_stalled) and whether the model recovered after the environment refused an action
 -- (recovered of episodes_with_errors: recovery_rate), the count of each behaviour, and up to 3 example episodes
--- each of looping, stalled, recovered and not recovered (episode_id, run_id, evidence).
+-- each of looping, stalled (task-limit episodes first), recovered and not recovered (episode_id, run_id, evidence).
 CREATE OR REPLACE VIEW behaviour_summary AS
 SELECT
     model,
@@ -197,8 +197,8 @@ SELECT
     count(*) FILTER (WHERE behaviour = 'stalled') AS stalled,
     count(*) FILTER (WHERE behaviour = 'gave_up_early') AS gave_up_early,
     count(*) FILTER (WHERE behaviour = 'recovered') AS recovered_label,
-    list({'episode_id': episode_id, 'run_id': run_id, 'evidence': evidence} ORDER BY episode_id) FILTER (WHERE behaviour = 'looping')[1:3] AS looping_examples,
-    list({'episode_id': episode_id, 'run_id': run_id, 'evidence': evidence} ORDER BY episode_id) FILTER (WHERE behaviour = 'stalled')[1:3] AS stalled_examples,
+    list({'episode_id': episode_id, 'run_id': run_id, 'evidence': evidence} ORDER BY failure_class <> 'task_limit_exceeded', episode_id) FILTER (WHERE behaviour = 'looping')[1:3] AS looping_examples,
+    list({'episode_id': episode_id, 'run_id': run_id, 'evidence': evidence} ORDER BY failure_class <> 'task_limit_exceeded', episode_id) FILTER (WHERE behaviour = 'stalled')[1:3] AS stalled_examples,
     list({'episode_id': episode_id, 'run_id': run_id, 'evidence': 'first refused action at turn ' || first_invalid_turn || ', a valid one at turn ' || recovery_turn}
          ORDER BY episode_id) FILTER (WHERE recovered)[1:3] AS recovered_examples,
     list({'episode_id': episode_id, 'run_id': run_id, 'evidence': 'first refused action at turn ' || first_invalid_turn || ', no valid one after it'}

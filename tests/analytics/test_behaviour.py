@@ -5,14 +5,18 @@ files with ``turns.injected`` and in files written before it."""
 
 from __future__ import annotations
 
+import html
+import os
 from datetime import timedelta
 from pathlib import Path
 
 import duckdb
 import pytest
 from analytics_support import T0, WriteRun
+from rich.console import Console
 
-from agentbench_async.analytics import load
+from agentbench_async.analytics import commands, load
+from agentbench_async.analytics.report import build_report
 
 # (action, observation, valid) per reply of the model
 Script = list[tuple[str, str, bool]]
@@ -129,3 +133,35 @@ def test_environment_examples_in_the_assistant_role_are_not_actions(write_run: W
     assert (row["replies"], row["loop_period"], row["behaviour"]) == (4, None, "none")
     with load(path) as res:
         assert res.sql("SELECT list(action_key ORDER BY turn) AS a FROM reply_actions").rows()[0][0] == [f"click[{c}]" for c in "abcd"]
+
+
+def test_report_shows_loops_and_recovery_per_model_and_env(write_run: WriteRun, tmp_path: Path) -> None:
+    """Terminal (80 columns, nothing cut), JSON and HTML: the share of task-limit episodes that looped, the recovery rate
+    after a refused action, and an example episode with its evidence."""
+    loop = [("click[buy]", "Invalid action!", False)] * 4
+    stalled = [(q, f"answer {q}", True) for q in ("a", "b", "c", "d") * 2]
+    recovered = [("click[x]", "Invalid action!", False), ("search[shoes]", "results", True)]
+    path, ids = _scripted(write_run, [(*TLE, loop), (*TLE, stalled), (*TLE, loop), ("completed", True, recovered)])
+    with load(path) as res:
+        report = build_report(res)
+    row = report.to_dict()["behaviour"][0]
+    assert (row["tle_episodes"], row["tle_looping"], row["tle_stalled"], row["episodes_with_errors"], row["recovered"]) == (3, 2, 1, 3, 1)
+    assert row["looping_examples"][0] == {"episode_id": ids[0], "run_id": "run-b", "evidence": 'turns 1-4: "click[buy]" 4 times in a row'}
+    console = Console(width=80, record=True, color_system=None, file=open(os.devnull, "w"))  # noqa: SIM115
+    assert commands.report([path], html=tmp_path / "r.html", json_out=False, console=console) == 0
+    text = console.export_text()
+    assert "2 of 3 (67%)" in text and "1 of 3 (33%)" in text  # looping and stalled of the task-limit episodes, recovered of those refused
+    assert f'looping: {ids[0]} — turns 1-4: "click[buy]" 4 times in a row' in " ".join(text.split())
+    assert max(len(line) for line in text.splitlines()) <= 80
+    page = (tmp_path / "r.html").read_text(encoding="utf-8")
+    assert "<h2>How episodes failed</h2>" in page and "2 of 3 (67%)" in page and html.escape(ids[0]) in page
+
+
+def test_models_without_loops_or_refused_actions_have_no_row(write_run: WriteRun) -> None:
+    path, _ = _scripted(write_run, [("completed", True, [("search[a]", "results", True), ("click[a]", "bought", True)])])
+    with load(path) as res:
+        report = build_report(res)
+    assert report.to_dict()["behaviour"] == []
+    console = Console(width=80, record=True, color_system=None, file=open(os.devnull, "w"))  # noqa: SIM115
+    assert commands.report([path], html=None, json_out=False, console=console) == 0
+    assert "How episodes failed" not in console.export_text()

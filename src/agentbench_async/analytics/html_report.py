@@ -11,7 +11,7 @@ from typing import Any
 import polars as pl
 
 from ..wording import counted, duration
-from . import configs, notes
+from . import behaviour, configs, notes
 from .configs import shown
 from .failures import FAILURE_CLASSES, INFRA_CLASSES, PAPER_COLUMNS, PAPER_TITLES
 from .report import Report
@@ -120,6 +120,22 @@ def _failure_section(report: Report) -> str:
         "and model_error); cancelled episodes are left out. Use it only to compare with the paper's tables.</p>"
         f"{paper}"
     )
+
+
+def _behaviour_section(report: Report) -> str:
+    if report.behaviour is None or report.behaviour.is_empty():
+        return ""
+    rows = []
+    for r in report.behaviour.iter_rows(named=True):
+        shown_examples = "; ".join(f"{kind}: {e['episode_id']} ({e['evidence']})" for kind, e in behaviour.examples(r)[:3])
+        rows.append([shown(r), r["env"], behaviour.share_text(r["tle_looping"], r["tle_episodes"]),
+                     behaviour.share_text(r["tle_stalled"], r["tle_episodes"]),
+                     behaviour.share_text(r["recovered"], r["episodes_with_errors"]), shown_examples])
+    return ("<h2>How episodes failed</h2>"
+            f'<p class="note">{escape(behaviour.NOTE)} See one episode with <code>agentbench show FILE EPISODE_ID</code> '
+            "or click through in <code>agentbench view</code>.</p>"
+            + _table(["model", "env", "task limit, looping", "task limit, stalled", "recovered after a refused action", "examples"],
+                     rows, left=6))
 
 
 def _reasons_section(report: Report) -> str:
@@ -248,7 +264,7 @@ def render_html(report: Report) -> str:
     if report.class_counts.is_empty():
         parts.append("<p>No finished episodes yet.</p>")
     else:
-        parts += [_scores_section(report), _failure_section(report), _reasons_section(report), _turns_section(report),
+        parts += [_scores_section(report), _failure_section(report), _reasons_section(report), _behaviour_section(report), _turns_section(report),
                   _repeats_section(report), _operations_section(report)]
         parts += [f'<p class="deviations">{escape(line)}</p>' for line in report.tool_hints or []]
     parts.append("</body></html>")

@@ -9,7 +9,7 @@ from typing import Any
 
 import polars as pl
 
-from . import configs, failures, operations, repeats, run_settings, scores
+from . import behaviour, configs, failures, operations, repeats, run_settings, scores
 from .loading import Results
 from .operations import Prices
 
@@ -41,6 +41,7 @@ class Report:
     resume: pl.DataFrame | None = None  # resume_work: what running the same command again would re-run
     rates: pl.DataFrame | None = None  # call_rates: calls per wall-clock second of the runs
     tool_hints: list[str] | None = None  # operations.tool_call_hints
+    behaviour: pl.DataFrame | None = None  # behaviour.behaviour_table: loops among task-limit episodes, recovery after errors
 
     def deviation_groups(self) -> list[tuple[list[str], list[str]]]:
         """(run ids, "setting: value — not comparable ..." lines) per distinct set of deviations."""
@@ -67,6 +68,7 @@ class Report:
                 "rows": _rows(self.paper),
             },
             "failure_reasons": _rows(self.reasons),
+            "behaviour": _rows(self.behaviour) if self.behaviour is not None else [],
             "repeats": {"pass_k": _rows(self.pass_k), "spread": _rows(self.spread)},
             "resume": _rows(self.resume) if self.resume is not None else [],
             "operations": {
@@ -134,4 +136,5 @@ def build_report(res: Results, prices: Prices | None = None) -> Report:
         resume=res.resume_work.sort("config_id", "status"),
         rates=res.call_rates.sort("model", nulls_last=True),
         tool_hints=operations.tool_call_hints(res),
+        behaviour=configs.with_labels(behaviour.behaviour_table(res), table),
     )

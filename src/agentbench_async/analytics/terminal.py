@@ -20,7 +20,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..wording import counted, duration, moment
-from . import notes
+from . import behaviour, notes
 from .configs import shown
 from .failures import FAILURE_CLASSES, INFRA_CLASSES, PAPER_COLUMNS, PAPER_TITLES
 from .report import Report
@@ -157,6 +157,35 @@ def reasons_table(report: Report) -> Table:
         table.add_row(_model(r), r["env"], r["failure_class"], _short(r["reason"], 60), str(r["episodes"]), turns,
                       example.get("episode_id") or "", _short(example.get("last_output"), 60))
     return table
+
+
+def behaviour_table(report: Report) -> Table | None:
+    """How the failures happened: loops among the task-limit episodes and recovery after refused actions."""
+    frame = report.behaviour
+    if frame is None or frame.is_empty():
+        return None
+    table = Table(title="How episodes failed: task-limit episodes that looped or stalled; recovery after a refused action",
+                  title_justify="left")
+    for col in ("model", "env", "task limit, looping", "task limit, stalled", "recovered after a refused action"):
+        table.add_column(col, justify="left" if col in ("model", "env") else "right")
+    for r in frame.iter_rows(named=True):
+        table.add_row(_model(r), r["env"], behaviour.share_text(r["tle_looping"], r["tle_episodes"]),
+                      behaviour.share_text(r["tle_stalled"], r["tle_episodes"]),
+                      behaviour.share_text(r["recovered"], r["episodes_with_errors"]))
+    return table
+
+
+def print_behaviour(report: Report, console: Console) -> None:
+    """The behaviour table, an example episode of each row with its evidence, and what the words mean."""
+    table = behaviour_table(report)
+    if table is None or report.behaviour is None:
+        return
+    print_table(console, table)
+    for r in report.behaviour.iter_rows(named=True):
+        for kind, example in behaviour.examples(r)[:1]:
+            console.print(f"  {_model(r)} · {r['env']} · {kind}: {escape(example['episode_id'])} — "
+                          f"{escape(_short(example['evidence'], 120))}", highlight=False)
+    console.print(f"[dim]{behaviour.NOTE}[/]", highlight=False)
 
 
 def repeats_tables(report: Report) -> list[Table]:
@@ -360,6 +389,7 @@ def render(report: Report, console: Console) -> None:
         console.print(f"[dim]{CLASS_LEGEND}[/]", highlight=False)
     if not report.reasons.is_empty():
         print_reasons(report, console)
+    print_behaviour(report, console)
     for table in repeats_tables(report):
         print_table(console, table)
     if not report.usage.is_empty():
