@@ -183,3 +183,32 @@ def two_configurations(write: WriteRun, name: str = "fp") -> Path:
     path = write(name, {("alpha", "kg"): ALPHA_KG, ("alpha", "os"): ALPHA_OS}, config=run_config("agentbench"), fingerprint="aaaa1111",
                  run_id="run-agentbench")
     return write(name, {("alpha", "kg"): KG_FULL}, config=run_config("full"), fingerprint="bbbb2222", run_id="run-full", path=path)
+
+
+# Episodes with exactly these replies (behaviour tests: loops, stalls, recovery): (action, observation, valid) per reply
+Script = list[tuple[str, str, bool]]
+
+
+def scripted(write_run: WriteRun, episodes: list[tuple[str, bool, Script]], *, env: str = "webshop", name: str = "b",
+              injected: bool | None = False, example: str | None = None) -> tuple[Path, list[str]]:
+    """A file whose episodes (status, success, script) have exactly these replies. ``example``: an assistant message
+    the environment wrote after each reply (marked injected, or NULL like a file written before the column)."""
+    path = write_run(name, {("alpha", env): [(status, success, 1.0 if success else 0.0, None) for status, success, _ in episodes]},
+                     config={"models": [{"name": "alpha"}]})
+    con = duckdb.connect(str(path))
+    ids = [r[0] for r in con.execute("SELECT episode_id FROM episodes ORDER BY task_id").fetchall()]
+    con.execute("DELETE FROM turns")
+    for episode_id, (_, _, script) in zip(ids, episodes):
+        con.execute("UPDATE episodes SET n_turns = ? WHERE episode_id = ?", [len(script), episode_id])
+        rows = [(0, "user", "the task", None, None, None, False)]
+        for turn, (action, observation, valid) in enumerate(script, 1):
+            rows.append((turn, "assistant", f"Thought: hmm.\nAction: {action}", action, observation, valid, injected))
+            rows.append((turn, "user", observation, None, None, None, injected if injected is None else False))
+            if example is not None:
+                rows.append((turn, "assistant", example, example, None, True, True if injected is not None else None))
+        for seq, (turn, role, content, action, observation, valid, marked) in enumerate(rows):
+            con.execute("INSERT INTO turns (run_id, episode_id, turn, seq, role, content, action, observation, valid, injected, "
+                        "created_at) VALUES ('run-' || ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        [name, episode_id, turn, seq, role, content, action, observation, valid, marked, T0 + timedelta(seconds=seq)])
+    con.close()
+    return path, ids

@@ -7,45 +7,14 @@ from __future__ import annotations
 
 import html
 import os
-from datetime import timedelta
 from pathlib import Path
 
-import duckdb
 import pytest
-from analytics_support import T0, WriteRun
+from analytics_support import WriteRun, scripted
 from rich.console import Console
 
 from agentbench_async.analytics import commands, load
 from agentbench_async.analytics.report import build_report
-
-# (action, observation, valid) per reply of the model
-Script = list[tuple[str, str, bool]]
-
-
-def _scripted(write_run: WriteRun, episodes: list[tuple[str, bool, Script]], *, env: str = "webshop", name: str = "b",
-              injected: bool | None = False, example: str | None = None) -> tuple[Path, list[str]]:
-    """A file whose episodes (status, success, script) have exactly these replies. ``example``: an assistant message
-    the environment wrote after each reply (marked injected, or NULL like a file written before the column)."""
-    path = write_run(name, {("alpha", env): [(status, success, 1.0 if success else 0.0, None) for status, success, _ in episodes]},
-                     config={"models": [{"name": "alpha"}]})
-    con = duckdb.connect(str(path))
-    ids = [r[0] for r in con.execute("SELECT episode_id FROM episodes ORDER BY task_id").fetchall()]
-    con.execute("DELETE FROM turns")
-    for episode_id, (_, _, script) in zip(ids, episodes):
-        con.execute("UPDATE episodes SET n_turns = ? WHERE episode_id = ?", [len(script), episode_id])
-        rows = [(0, "user", "the task", None, None, None, False)]
-        for turn, (action, observation, valid) in enumerate(script, 1):
-            rows.append((turn, "assistant", f"Thought: hmm.\nAction: {action}", action, observation, valid, injected))
-            rows.append((turn, "user", observation, None, None, None, injected if injected is None else False))
-            if example is not None:
-                rows.append((turn, "assistant", example, example, None, True, True if injected is not None else None))
-        for seq, (turn, role, content, action, observation, valid, marked) in enumerate(rows):
-            con.execute("INSERT INTO turns (run_id, episode_id, turn, seq, role, content, action, observation, valid, injected, "
-                        "created_at) VALUES ('run-' || ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                        [name, episode_id, turn, seq, role, content, action, observation, valid, marked, T0 + timedelta(seconds=seq)])
-    con.close()
-    return path, ids
-
 
 def _behaviour(path: Path) -> dict[str, dict]:  # type: ignore[type-arg]
     with load(path) as res:
@@ -58,7 +27,7 @@ TLE = ("task_limit_exceeded", False)
 def test_the_same_action_again_and_again_is_a_loop_with_its_turns(write_run: WriteRun) -> None:
     script = [("search[red shoes]", "results", True)] + [(a, "cart page", True) for a in
                                                         ("click[Add to Cart]", "click[add to cart] ", "CLICK[Add  to cart]", "click[add to cart]")]
-    path, (ep,) = _scripted(write_run, [(*TLE, script)])
+    path, (ep,) = scripted(write_run, [(*TLE, script)])
     row = _behaviour(path)[ep]
     assert row["behaviour"] == "looping"
     assert (row["loop_period"], row["loop_from_turn"], row["loop_to_turn"]) == (1, 2, 5)
@@ -69,7 +38,7 @@ def test_twice_in_a_row_is_not_a_loop_but_a_cycle_of_two_done_twice_is(write_run
     twice = [("look", "a room", True), ("look", "a room", True), ("go north", "a hall", True), ("open door", "a garden", True)]
     cycle = [("go north", "a hall", True), ("look", "a hall, again", True), ("go north", "a hall", True), ("look", "a hall, again", True),
              ("take key", "you have a key", True)]
-    path, (a, b) = _scripted(write_run, [(*TLE, twice), (*TLE, cycle)])
+    path, (a, b) = scripted(write_run, [(*TLE, twice), (*TLE, cycle)])
     rows = _behaviour(path)
     assert rows[a]["loop_period"] is None and rows[a]["behaviour"] == "none"
     assert (rows[b]["behaviour"], rows[b]["loop_period"], rows[b]["loop_from_turn"], rows[b]["loop_to_turn"]) == ("looping", 2, 1, 4)
@@ -80,7 +49,7 @@ def test_a_longer_cycle_is_stalled_not_looping(write_run: WriteRun) -> None:
     """Four different questions asked round after round (mock-weak's ltp): no repeat of period <= 3, but after the first
     four answers the environment has nothing new to say."""
     script = [(q, f"answer to {q}", True) for q in ("a?", "b?", "c?", "d?") * 3]
-    path, (ep,) = _scripted(write_run, [(*TLE, script)], env="ltp")
+    path, (ep,) = scripted(write_run, [(*TLE, script)], env="ltp")
     row = _behaviour(path)[ep]
     assert row["loop_period"] is None
     assert (row["behaviour"], row["last_new_observation_turn"], row["turns_after_last_new"]) == ("stalled", 4, 8)
@@ -91,7 +60,7 @@ def test_recovery_after_a_refused_action(write_run: WriteRun) -> None:
     recovered = [("search[shoes]", "results", True), ("click[nothing]", "Invalid action!", False), ("click[item 1]", "item page", True),
                  ("click[buy now]", "bought", True)]
     stuck = [("click[x]", "Invalid action!", False), ("click[y]", "Invalid action!", False)]
-    path, (a, b) = _scripted(write_run, [("completed", True, recovered), ("invalid_action", False, stuck)])
+    path, (a, b) = scripted(write_run, [("completed", True, recovered), ("invalid_action", False, stuck)])
     rows = _behaviour(path)
     assert (rows[a]["first_invalid_turn"], rows[a]["recovered"], rows[a]["recovery_turn"], rows[a]["behaviour"]) == (2, True, 3, "recovered")
     assert rows[a]["evidence"] == "first refused action at turn 2, a valid one at turn 3"
@@ -107,7 +76,7 @@ def test_recovery_after_a_refused_action(write_run: WriteRun) -> None:
 def test_a_wrong_answer_before_the_work_a_solved_episode_needs_is_giving_up_early(write_run: WriteRun) -> None:
     solved = [(f"step {i}", f"state {i}", True) for i in range(1, 6)]
     early = [("step 1", "state 1", True), ("answer 42", "done", True)]
-    path, (s1, s2, e) = _scripted(write_run, [("completed", True, solved), ("completed", True, solved), ("completed", False, early)])
+    path, (s1, s2, e) = scripted(write_run, [("completed", True, solved), ("completed", True, solved), ("completed", False, early)])
     row = _behaviour(path)[e]
     assert row["behaviour"] == "gave_up_early"
     assert row["evidence"] == "answered after 2 replies; solved webshop episodes took 5 (median)"
@@ -116,7 +85,7 @@ def test_a_wrong_answer_before_the_work_a_solved_episode_needs_is_giving_up_earl
 def test_share_of_task_limit_episodes_that_loop(write_run: WriteRun) -> None:
     loop = [("click[buy]", "cart", True)] * 4
     varied = [(f"search[{i}]", f"results {i}", True) for i in range(4)]
-    path, ids = _scripted(write_run, [(*TLE, loop), (*TLE, loop), (*TLE, varied), ("completed", True, varied[:2])])
+    path, ids = scripted(write_run, [(*TLE, loop), (*TLE, loop), (*TLE, varied), ("completed", True, varied[:2])])
     with load(path) as res:
         s = res.behaviour_summary.row(0, named=True)
     assert (s["tle_episodes"], s["tle_looping"], s["loop_share"], s["looping"]) == (3, 2, 2 / 3, 2)
@@ -128,7 +97,7 @@ def test_environment_examples_in_the_assistant_role_are_not_actions(write_run: W
     """An example the environment repeats after every reply (mind2web asks each round anew after its examples) would
     read as 'the same action every turn' if it were taken for the model's."""
     script = [(f"click[{c}]", f"page {c}", True) for c in "abcd"]
-    path, (ep,) = _scripted(write_run, [(*TLE, script)], injected=False if marked else None, example="click[the example]")
+    path, (ep,) = scripted(write_run, [(*TLE, script)], injected=False if marked else None, example="click[the example]")
     row = _behaviour(path)[ep]
     assert (row["replies"], row["loop_period"], row["behaviour"]) == (4, None, "none")
     with load(path) as res:
@@ -141,7 +110,7 @@ def test_report_shows_loops_and_recovery_per_model_and_env(write_run: WriteRun, 
     loop = [("click[buy]", "Invalid action!", False)] * 4
     stalled = [(q, f"answer {q}", True) for q in ("a", "b", "c", "d") * 2]
     recovered = [("click[x]", "Invalid action!", False), ("search[shoes]", "results", True)]
-    path, ids = _scripted(write_run, [(*TLE, loop), (*TLE, stalled), (*TLE, loop), ("completed", True, recovered)])
+    path, ids = scripted(write_run, [(*TLE, loop), (*TLE, stalled), (*TLE, loop), ("completed", True, recovered)])
     with load(path) as res:
         report = build_report(res)
     row = report.to_dict()["behaviour"][0]
@@ -158,7 +127,7 @@ def test_report_shows_loops_and_recovery_per_model_and_env(write_run: WriteRun, 
 
 
 def test_models_without_loops_or_refused_actions_have_no_row(write_run: WriteRun) -> None:
-    path, _ = _scripted(write_run, [("completed", True, [("search[a]", "results", True), ("click[a]", "bought", True)])])
+    path, _ = scripted(write_run, [("completed", True, [("search[a]", "results", True), ("click[a]", "bought", True)])])
     with load(path) as res:
         report = build_report(res)
     assert report.to_dict()["behaviour"] == []

@@ -6,6 +6,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..analytics import behaviour as behaviour_mod
 from ..analytics.compare import Comparison, EnvComparison
 from ..analytics.configs import shown
 from ..analytics.transcript import env_text, status_text, tokens_text, turn_title
@@ -144,11 +145,29 @@ def failures(data: q.FailureMatrix) -> Markup:
         note(f"Every finished episode is in exactly one class; {', '.join(INFRA_CLASSES)} are not the model's fault. "
              "Click a cell for its episodes, an episode for its transcript."),
         matrix, *[element("p", line, cls="note", data_note="solved") for line in data.solved], Markup(chart),
+        _behaviour(data.behaviour),
         element("h2", "AgentBench paper convention (% of episodes)"),
         note("The paper's five columns, from the status upstream would have recorded: its Task Limit Exceeded also holds "
              "environment and API errors; cancelled episodes are left out."),
         table(["model", "env", *[PAPER_TITLES[c] for c in PAPER_COLUMNS], "episodes"], paper_rows, left=2, test_id="paper"),
     ])
+
+
+def _behaviour(frame: Any) -> Markup:
+    """How the episodes failed (analytics.behaviour): loops among task-limit episodes, recovery after a refused action,
+    and example episodes linked to their transcripts."""
+    if frame.is_empty():
+        return Markup("")
+    rows = []
+    for r in frame.iter_rows(named=True):
+        shown_examples = [join([link(_episode_href(e["run_id"], e["episode_id"]), f"{kind}: {e['episode_id']}"), " — ", e["evidence"]])
+                          for kind, e in behaviour_mod.examples(r)[:4]]
+        rows.append([shown(r), r["env"], Markup(Markup("<br>").join(shown_examples)),
+                     behaviour_mod.share_text(r["tle_looping"], r["tle_episodes"]), behaviour_mod.share_text(r["tle_stalled"], r["tle_episodes"]),
+                     behaviour_mod.share_text(r["recovered"], r["episodes_with_errors"])])
+    return join([element("h2", "How episodes failed"), note(behaviour_mod.NOTE + " Click an example for its transcript."),
+                 table(["model", "env", "examples", "task limit, looping", "task limit, stalled", "recovered after a refused action"],
+                       rows, left=3, test_id="behaviour")])
 
 
 # -- episodes -------------------------------------------------------------------------------------

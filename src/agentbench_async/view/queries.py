@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 import duckdb
 import polars as pl
 
+from ..analytics import behaviour as behaviour_mod
 from ..analytics import compare as compare_mod
 from ..analytics import configs, failures, notes, operations, scores
 from ..analytics.loading import ReportError, Results, load
@@ -116,13 +117,15 @@ class FailureMatrix:
     counts: pl.DataFrame  # analytics.failures.class_counts: model, env, <nine classes>, total
     paper: pl.DataFrame  # model, env, episodes, the paper's five shares
     solved: list[str] = field(default_factory=list)  # solved episodes whose status word is not 'completed'
+    behaviour: pl.DataFrame = field(default_factory=pl.DataFrame)  # analytics.behaviour.behaviour_table: loops, recovery
 
 
 def failure_matrix(res: Results, source: Source) -> FailureMatrix:
     found = source.memo(res, "configs", configs.config_table)
     counts = configs.with_labels(source.memo(res, "classes", failures.class_counts), found)
     return FailureMatrix(counts, configs.with_labels(source.memo(res, "paper", failures.paper_table), found),
-                         notes.solved_lines(configs.with_labels(failures.solved_notes(res), found)))
+                         notes.solved_lines(configs.with_labels(failures.solved_notes(res), found)),
+                         configs.with_labels(source.memo(res, "behaviour", behaviour_mod.behaviour_table), found))
 
 
 # -- episodes -------------------------------------------------------------------------------------
