@@ -22,6 +22,16 @@ _console = Console()
 _err = Console(stderr=True)
 
 
+def _count_or_auto(text: str) -> int | str:
+    """A flag's value: a number, or ``auto`` (left to the engine)."""
+    if text == "auto":
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number or auto, got {text!r}") from None
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="agentbench", description="AgentBench as a high-throughput asyncio evaluation engine.")
     p.add_argument("--version", action="version", version=f"agentbench-async {__version__}")
@@ -43,7 +53,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--rpm", type=int, help="requests per minute for the model")
     run.add_argument("--tpm", type=int, help="tokens per minute for the model")
     run.add_argument("--max-retries", type=int, help="retries per model call (default 5)")
-    run.add_argument("--max-in-flight", type=int, help="HTTP requests in flight for the model (default 64)")
+    run.add_argument("--max-in-flight", type=_count_or_auto, help="HTTP requests in flight for the model (default 64; auto: adapted "
+                     "to the server's latency and refusals)")
     run.add_argument("--timeout", type=float, help="seconds per HTTP attempt (default 120)")
     run.add_argument("--temperature", type=float, help="sampling temperature (default 0)")
     run.add_argument("--max-tokens", type=int, help="max tokens per reply (default 512)")
@@ -70,7 +81,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--judge-rpm", type=int, help="requests per minute for the judge (default: --rpm)")
     run.add_argument("--judge-tpm", type=int, help="tokens per minute for the judge (default: --tpm)")
     run.add_argument("--judge-max-retries", type=int, help="retries per judge call (default: --max-retries)")
-    run.add_argument("--judge-max-in-flight", type=int, help="judge HTTP requests in flight (default: --max-in-flight)")
+    run.add_argument("--judge-max-in-flight", type=_count_or_auto, help="judge HTTP requests in flight (default: --max-in-flight)")
     run.add_argument("--judge-timeout", type=float, help="seconds per judge HTTP attempt (default: --timeout)")
     run.add_argument("--db-url", help="db: use this MySQL/MariaDB server (mysql://user:pass@host:port/) instead of a private one")
     run.add_argument("--kg-endpoint", help="kg: SPARQL 1.1 endpoint URL (e.g. a Virtuoso with Freebase)")
@@ -137,6 +148,10 @@ def _parser() -> argparse.ArgumentParser:
     mock.add_argument("--fault-rate", type=float, default=0.0, help="share of requests answered with an injected fault")
     mock.add_argument("--faults", default="429,500,503,timeout,reset,malformed", help="fault kinds to draw from")
     mock.add_argument("--rpm-limit", type=int, help="enforce this many requests per minute (429 beyond)")
+    mock.add_argument("--rate-headers", choices=("openai", "anthropic", "none"),
+                      help="enforce --rpm-limit as a token bucket and report it in this provider's rate-limit headers (none: hidden)")
+    mock.add_argument("--capacity", type=int, help="serve this many requests at once, queue more (latency climbs); as vLLM/TGI")
+    mock.add_argument("--queue-limit", type=int, default=0, help="with --capacity: requests that may wait; 429 beyond")
     mock.add_argument("--data-dir", type=Path, help="AgentBench data/ folder, to play official tasks")
     _add_data_flags(mock)
     mock.add_argument("--seed", type=int, default=0)
@@ -424,6 +439,8 @@ def _cmd_serve_mock(args: argparse.Namespace) -> int:
         raise ConfigError("--fault-rate must be between 0 and 1")
     from .mock.providers import OVERFLOW_SHAPES, REASONING_MODES
 
+    if args.rate_headers and not args.rpm_limit:
+        raise ConfigError("--rate-headers: give the limit to enforce with --rpm-limit N")
     if args.overflow_shape and args.overflow_shape not in OVERFLOW_SHAPES:
         raise ConfigError(f"--overflow-shape: unknown server {args.overflow_shape!r} (known: {', '.join(OVERFLOW_SHAPES)})")
     if args.reasoning and args.reasoning not in REASONING_MODES:
@@ -432,7 +449,8 @@ def _cmd_serve_mock(args: argparse.Namespace) -> int:
     _add_env_options(args, env_options)
     options = MockOptions(
         policy=args.policy, latency_ms=args.latency_ms, latency_jitter_ms=args.latency_jitter_ms, fault_rate=args.fault_rate,
-        fault_kinds=faults, rpm_limit=args.rpm_limit, data_dir=args.data_dir, seed=args.seed, env_options=env_options,
+        fault_kinds=faults, rpm_limit=args.rpm_limit, rate_headers=args.rate_headers, capacity=args.capacity,
+        queue_limit=args.queue_limit, data_dir=args.data_dir, seed=args.seed, env_options=env_options,
         overflow_shape=args.overflow_shape, reasoning=args.reasoning, reasoning_tokens=args.reasoning_tokens,
         batch_delay_s=args.batch_delay,
     )  # fmt: skip

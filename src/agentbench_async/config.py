@@ -156,13 +156,18 @@ def _check_model(cfg: ModelConfig, where: str) -> None:
         if value is not None and (not isinstance(value, str) or not value.strip()):
             raise ConfigError(f"{where}.{name}: expected a non-empty string, got {value!r}")
     for name, minimum in (("max_tokens", 1), ("max_in_flight", 1), ("max_retries", 0)):
+        if name == "max_in_flight" and cfg.max_in_flight == "auto":
+            continue
         if not _is_int(getattr(cfg, name), minimum):
-            kind = "a positive integer" if minimum else "an integer >= 0"
+            kind = ("a positive integer or auto" if name == "max_in_flight" else "a positive integer") if minimum else "an integer >= 0"
             raise ConfigError(f"{where}.{name}: expected {kind}, got {getattr(cfg, name)!r}")
     for name in ("rpm", "tpm", "context_window"):
         value = getattr(cfg, name)
+        if name != "context_window" and value == "auto":
+            continue  # the server's reported limit (the same as leaving it out)
         if value is not None and not _is_int(value, 1):
-            raise ConfigError(f"{where}.{name}: expected a positive integer or nothing, got {value!r}")
+            also = " or auto (the limit the server reports)" if name != "context_window" else ""
+            raise ConfigError(f"{where}.{name}: expected a positive integer{also} or nothing, got {value!r}")
     for name, above, what in (("timeout", True, "seconds > 0"), ("rate_window_s", True, "seconds > 0"),
                               ("retry_backoff_s", False, "seconds >= 0"), ("retry_backoff_max_s", False, "seconds >= 0"),
                               ("retry_after_max_s", False, "seconds >= 0 (the longest pause a Retry-After gets)")):  # fmt: skip

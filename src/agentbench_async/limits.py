@@ -1,14 +1,22 @@
 """Per-model request limits: requests in flight, requests per minute, tokens per minute, and a
 model-wide pause after a 429.
 
-- In flight: an ``asyncio.Semaphore``.
-- Requests/min: ``asyncio_throttle.Throttler`` (a sliding window of send times: never more than ``rpm``
-  requests in any window). Only one waiter polls it at a time (a lock in front), so thousands of waiting
-  episodes cost nothing.
+- In flight: a resizable gate. A number is a fixed cap; ``auto`` adapts it (AIMD, for servers that report no
+  limits: vLLM, TGI, llama.cpp): doubled each round trip until the first cut, then +1 per round trip while
+  latency stays flat; x0.9 at a latency knee (a reply slower than ``KNEE`` times the fastest of the last
+  30-60 s: the server queues); x0.5 on 429/503/529 or a timeout; at most one cut per round trip (only replies to requests sent after the last cut count).
+- Requests/min: a sliding window of send times (never more than ``rpm`` requests in any window) plus even
+  pacing (one every period/rpm seconds). Only one waiter paces at a time (a lock in front), so thousands of
+  waiting episodes cost nothing.
 - Tokens/min: a sliding-window token budget, charged with an estimate before the call and corrected
   with the usage the server reports.
+- ``rpm``/``tpm`` left out (or ``auto``): the limits the server reports in its response headers
+  (``rate_headers.py``) are adopted as they arrive, and a request budget the server says is used up holds
+  new requests until one is free again; an explicit number always wins.
 - 429: ``pause(seconds)`` stops every new request of this model until the pause ends (``Retry-After`` when
   the server sends one), so the whole model slows down, not only the request that was refused.
+
+Time is the event loop's clock (``loop.time()``), so a test loop with virtual time drives all of it.
 """
 
 from __future__ import annotations
@@ -16,9 +24,31 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-from asyncio_throttle import Throttler
+from .rate_headers import read_limits
+
+AUTO = "auto"
+AUTO_IN_FLIGHT_START = 8  # where max_in_flight: auto starts
+AUTO_IN_FLIGHT_CAP = 256  # and the most it goes to (also the connection pool's size)
+KNEE = 1.5  # a reply this many times slower than the fastest recent one means the server is queueing
+KNEE_CUT = 0.9  # the in-flight size is cut to this share at a latency knee (the server only queues)
+REFUSAL_CUT = 0.5  # and to this one on a refusal (429/503/529) or a timeout (the server is overrun)
+FASTEST_WINDOW_S = 30.0
+_CUT_STATUSES = frozenset({429, 503, 529})
+
+
+def _clock() -> float:
+    try:
+        return asyncio.get_running_loop().time()
+    except RuntimeError:
+        return time.monotonic()
+
+
+def in_flight_cap(max_in_flight: int | str) -> int:
+    """The most requests ever in flight: the number, or ``AUTO_IN_FLIGHT_CAP`` for ``auto``."""
+    return AUTO_IN_FLIGHT_CAP if max_in_flight == AUTO else int(max_in_flight)
 
 
 @dataclass
@@ -44,7 +74,7 @@ class _TokenWindow:
     async def charge(self, tokens: int) -> _Charge:
         async with self._lock:
             while True:
-                now = time.monotonic()
+                now = _clock()
                 self._expire(now)
                 # A request larger than the whole budget still goes, alone, so it cannot wait forever.
                 if self._used + tokens <= self.limit or not self._charges:
@@ -61,41 +91,216 @@ class _TokenWindow:
         charge.tokens = actual
 
 
+class _RequestWindow:
+    """At most ``limit`` sends in any ``window_s`` seconds."""
+
+    def __init__(self, limit: int, window_s: float) -> None:
+        self.limit = limit
+        self.window_s = window_s
+        self._sends: deque[float] = deque()
+
+    def wait_s(self, now: float) -> float:
+        while self._sends and now - self._sends[0] >= self.window_s:
+            self._sends.popleft()
+        return 0.0 if len(self._sends) < self.limit else self._sends[0] + self.window_s - now
+
+    def record(self, now: float) -> None:
+        self._sends.append(now)
+
+
+class _Gate:
+    """A semaphore whose size can change while requests wait (FIFO)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.held = 0
+        self._waiters: deque[asyncio.Future[None]] = deque()
+
+    async def acquire(self) -> None:
+        if self.held < self.limit and not self._waiters:
+            self.held += 1
+            return
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        try:
+            await waiter
+        except asyncio.CancelledError:
+            if waiter.done() and not waiter.cancelled():
+                self.release()  # it was handed a place just before the cancellation
+            elif waiter in self._waiters:
+                self._waiters.remove(waiter)
+            raise
+
+    def release(self) -> None:
+        self.held -= 1
+        self._wake()
+
+    def resize(self, limit: int) -> None:
+        self.limit = limit
+        self._wake()
+
+    def _wake(self) -> None:
+        while self._waiters and self.held < self.limit:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                self.held += 1
+                waiter.set_result(None)
+
+
+class _Aimd:
+    """The in-flight size for ``max_in_flight: auto`` (see the module docstring)."""
+
+    def __init__(self, start: int = AUTO_IN_FLIGHT_START, cap: int = AUTO_IN_FLIGHT_CAP) -> None:
+        self.size = float(start)
+        self.cap = cap
+        # the fastest reply of the current and of the previous FASTEST_WINDOW_S: the server's unloaded latency,
+        # forgotten after a while (prompts grow, the server changes)
+        self._fastest = [float("inf"), float("inf")]
+        self._fastest_since = _clock()
+        self._hold_until = -float("inf")
+        self._cut_once = False  # slow start (+1 per reply) until the first cut
+
+    def _note_latency(self, latency_s: float) -> float:
+        now = _clock()
+        if now - self._fastest_since > FASTEST_WINDOW_S:
+            self._fastest = [float("inf"), self._fastest[0]]
+            self._fastest_since = now
+        fastest = min(self._fastest)
+        self._fastest[0] = min(self._fastest[0], latency_s)
+        return fastest
+
+    def success(self, latency_s: float, sent_at: float) -> None:
+        fastest = self._note_latency(latency_s)
+        if latency_s > KNEE * fastest:
+            self._cut(KNEE_CUT, sent_at, latency_s)
+        else:  # before the first cut: +1 per reply (doubling each round trip), then +1 per round trip
+            self.size = min(self.cap, self.size + (1.0 / self.size if self._cut_once else 1.0))
+
+    def refused(self, sent_at: float, latency_s: float) -> None:
+        self._cut(REFUSAL_CUT, sent_at, latency_s)
+
+    def _cut(self, factor: float, sent_at: float, latency_s: float) -> None:
+        # A reply to a request sent before the last cut, or while the queue that caused it drained (about as
+        # long as that reply took), says nothing new: one cut per round trip.
+        if sent_at >= self._hold_until:
+            self.size = max(1.0, self.size * factor)
+            fastest = min(self._fastest)  # a refusal comes back at once: hold at least one unloaded round trip
+            self._hold_until = _clock() + max(latency_s, KNEE * fastest if fastest < float("inf") else 0.0)
+            self._cut_once = True
+
+
 class ModelLimits:
     """The limits of one model, shared by all its episodes (agent and judge calls alike)."""
 
     def __init__(
         self,
         *,
-        max_in_flight: int = 64,
-        rpm: int | None = None,
-        tpm: int | None = None,
+        max_in_flight: int | str = 64,
+        rpm: int | str | None = None,
+        tpm: int | str | None = None,
         window_s: float = 60.0,
     ) -> None:
         self.max_in_flight = max_in_flight
-        self._in_flight = asyncio.Semaphore(max_in_flight)
+        self._aimd = _Aimd() if max_in_flight == AUTO else None
+        self._in_flight = _Gate(int(self._aimd.size) if self._aimd else int(max_in_flight))
         # The server counts arrivals, we count departures: network jitter can bring two requests closer
         # together on arrival, so keep a small safety margin on the window (2%, at least 100 ms).
-        period = window_s + max(0.1, 0.02 * window_s)
-        self._throttler = Throttler(rate_limit=rpm, period=period, retry_interval=0.005) if rpm else None
+        self._period = window_s + max(0.1, 0.02 * window_s)
+        self._learn_rpm = not isinstance(rpm, int)
+        self._learn_tpm = not isinstance(tpm, int)
+        self._requests: _RequestWindow | None = None
         # Requests are also paced evenly (one every period/rpm seconds): a burst of `rpm` requests at once
         # would reach the server spread out by the client's own send queue and overrun its window.
-        self._spacing = period / rpm if rpm else 0.0
+        self._spacing = 0.0
         self._next_send = 0.0
+        self._server_free_at = 0.0  # the server said its request budget is used up until then
         self._throttle_lock = asyncio.Lock()
-        self._tokens = _TokenWindow(tpm, period) if tpm else None
+        self._tokens: _TokenWindow | None = None
+        if isinstance(rpm, int):
+            self._set_rpm(rpm)
+        if isinstance(tpm, int):
+            self._tokens = _TokenWindow(tpm, self._period)
         self._paused_until = 0.0
         self.pauses = 0  # how many times a 429 paused this model
+        self.learned_from: str | None = None  # openai | anthropic: whose headers set rpm/tpm
+
+    # -- what the limiter paces to now (stored on every model_calls row) --------------------
+    @property
+    def rpm(self) -> int | None:
+        return self._requests.limit if self._requests else None
+
+    @property
+    def tpm(self) -> int | None:
+        return self._tokens.limit if self._tokens else None
+
+    @property
+    def in_flight_limit(self) -> int:
+        return self._in_flight.limit
+
+    @property
+    def counts_tokens(self) -> bool:
+        """Whether a request's token estimate is charged (a tokens/min budget is known)."""
+        return self._tokens is not None
+
+    def _set_rpm(self, rpm: int) -> None:
+        if self._requests is None:
+            self._requests = _RequestWindow(rpm, self._period)
+        self._requests.limit = rpm
+        self._spacing = self._period / rpm
+
+    # -- what the server said ------------------------------------------------------------------
+    def observe(self, status: int | None, headers: Mapping[str, str] | None, latency_s: float) -> None:
+        """Learn from one answered (``status``) or unanswered (None: timeout, reset) request."""
+        now = _clock()
+        if headers is not None and (self._learn_rpm or self._learn_tpm):
+            self._adopt(headers)
+        if self._aimd is not None:
+            sent_at = now - latency_s
+            if status is None or status in _CUT_STATUSES:
+                self._aimd.refused(sent_at, latency_s)
+            elif status == 200:
+                self._aimd.success(latency_s, sent_at)
+            self._in_flight.resize(int(self._aimd.size))
+
+    def _adopt(self, headers: Mapping[str, str]) -> None:
+        limits = read_limits(headers)
+        if limits is None:
+            return
+        self.learned_from = limits.style
+        if self._learn_rpm and limits.requests is not None:
+            if limits.requests.limit != self.rpm:
+                self._set_rpm(limits.requests.limit)
+            hold = limits.requests.next_free_s()
+            if hold:
+                self._server_free_at = max(self._server_free_at, _clock() + hold)
+        if self._learn_tpm and limits.tokens is not None:
+            if self._tokens is None:
+                self._tokens = _TokenWindow(limits.tokens.limit, self._period)
+            self._tokens.limit = limits.tokens.limit
 
     def pause(self, seconds: float) -> None:
-        until = time.monotonic() + seconds
+        until = _clock() + seconds
         if until > self._paused_until:
             self._paused_until = until
             self.pauses += 1
 
     async def _wait_pause(self) -> None:
-        while (delay := self._paused_until - time.monotonic()) > 0:
+        while (delay := self._paused_until - _clock()) > 0:
             await asyncio.sleep(delay)
+
+    async def _pace(self) -> None:
+        async with self._throttle_lock:
+            start = now = _clock()
+            while True:
+                wait = max(self._next_send - now, self._server_free_at - now, self._requests.wait_s(now) if self._requests else 0.0)
+                if wait <= 0:
+                    break
+                await asyncio.sleep(wait)
+                now = _clock()
+            if self._requests is not None:
+                self._requests.record(now)
+                # schedule from the planned time, not from when the sleep returned: no drift
+                self._next_send = (self._next_send if self._next_send > start else now) + self._spacing
 
     def slot(self, estimated_tokens: int) -> _Slot:
         """``async with limits.slot(n) as slot``: hold one request slot; ``slot.report_usage(tokens)`` after."""
@@ -114,20 +319,14 @@ class _Slot:
 
     async def __aenter__(self) -> _Slot:
         lim = self._limits
-        if lim._paused_until > time.monotonic():  # only after a 429: no coroutine per call otherwise
+        if lim._paused_until > _clock():  # only after a 429: no coroutine per call otherwise
             await lim._wait_pause()
         await lim._in_flight.acquire()
         try:
-            if lim._paused_until > time.monotonic():
+            if lim._paused_until > _clock():
                 await lim._wait_pause()
-            if lim._throttler is not None:
-                async with lim._throttle_lock:
-                    start = time.monotonic()
-                    if lim._next_send > start:
-                        await asyncio.sleep(lim._next_send - start)
-                    await lim._throttler.acquire()
-                    # schedule from the planned time, not from when the sleep returned: no drift
-                    lim._next_send = max(lim._next_send, start) + lim._spacing
+            if lim._requests is not None or lim._server_free_at > _clock():
+                await lim._pace()
             if lim._tokens is not None:
                 self._charge = await lim._tokens.charge(self._estimate)
         except BaseException:

@@ -58,6 +58,10 @@ class CallRow:
     cache_write_tokens: int | None = None  # input tokens written to it (Anthropic cache_creation_input_tokens)
     batch_id: str | None = None  # the provider's batch that carried this request (--batch), else None
     note: str | None = None  # what the client repaired or dropped in the reply (a count out of range, invalid text)
+    # what the model's limits paced to after this answer (limits.py): learned from the server or as configured
+    in_flight_limit: int | None = None
+    rpm_limit: int | None = None
+    tpm_limit: int | None = None
 
 
 @dataclass(slots=True)

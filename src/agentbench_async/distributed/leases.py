@@ -23,7 +23,7 @@ from collections import defaultdict
 from typing import Any
 
 from ..errors import ModelError
-from ..limits import ModelLimits
+from ..limits import ModelLimits, in_flight_cap
 from ..models import ModelConfig
 
 LEASE_SLACK_S = 1.0  # added to each model's rate window at the broker
@@ -32,7 +32,7 @@ _COLLECT_WAIT_S = 10.0  # a long poll returns empty after this long (so a stoppe
 
 
 def _broker_limits(model: ModelConfig) -> ModelLimits:
-    return ModelLimits(max_in_flight=model.max_in_flight, rpm=model.rpm, tpm=model.tpm, window_s=model.rate_window_s + LEASE_SLACK_S)
+    return ModelLimits(max_in_flight=in_flight_cap(model.max_in_flight), rpm=model.rpm, tpm=model.tpm, window_s=model.rate_window_s + LEASE_SLACK_S)
 
 
 class LimitBroker:

@@ -4,7 +4,8 @@ and Anthropic Messages (``/v1/messages``) on loopback, with both providers' batc
 It answers with the environments' policies (``oracle``, ``weak``, ``judge``...) and can misbehave on
 purpose: latency, 429 with Retry-After, 5xx, timeouts, connection resets, malformed or truncated JSON,
 replies with a bad shape or bad values (``bad_replies.py``), context-length errors, and an enforced
-requests-per-window limit (answering 429 beyond it).
+requests-per-window limit (answering 429 beyond it), reported in OpenAI's or Anthropic's rate-limit headers or
+hidden, or a limited serving capacity with a queue (``rate_limits.py``).
 
 Which policy answers: the request's model name when it is ``mock-<policy>`` or ``<policy>``, else the
 server's default policy; judge calls (``X-AgentBench-Caller: judge``) use the environment's ``judge``.
@@ -33,6 +34,7 @@ from .policy import CALLER_HEADER, EPISODE_HEADER, TASK_HEADER, PolicyReply, env
 from .bad_replies import BAD_REPLIES, bad_reply
 from .batches import MockBatches
 from .caching import CacheUsage, PromptCache
+from .rate_limits import RequestBucket, Saturation
 from .providers import (FATAL_FAULTS, THINKING_TEXT, anthropic_thinking_error, openai_parameter_error, overflow_body,
                         overflow_response, signature)  # fmt: skip
 
@@ -51,6 +53,11 @@ class MockOptions:
     timeout_sleep_s: float = 30.0  # how long a "timeout" fault stalls (longer than the client's timeout)
     rpm_limit: int | None = None  # enforce this many requests per window (429 beyond)
     rpm_window_s: float = 60.0
+    # rate_limits.py: with rate_headers set, rpm_limit is a token bucket whose state every answer reports in this
+    # provider's headers (openai | anthropic), or not at all (none)
+    rate_headers: str | None = None
+    capacity: int | None = None  # serve this many requests at once, queue more (latency climbs), refuse beyond
+    queue_limit: int = 0  # how many may wait for a serving slot before a 429
     seed: int = 0
     data_dir: Path | None = None  # for official tasks (X-AgentBench-Task source=official)
     # environment options (as the run's --env-option / --webshop-data ...), e.g. where an environment's own
@@ -81,6 +88,9 @@ class MockModelServer:
         self._tasks: dict[tuple[str, str, str], dict[str, Task]] = {}
         self.stats: Counter[str] = Counter()
         self.max_requests_in_window = 0
+        opts = self.options
+        self._bucket = RequestBucket(opts.rpm_limit, opts.rate_headers, opts.rpm_window_s) if opts.rate_headers and opts.rpm_limit else None
+        self._saturation = Saturation(opts.capacity, opts.queue_limit) if opts.capacity else None
         self.cache = PromptCache(self.options.cache_min_tokens)
         self.batches = MockBatches(self)
         self._runner: web.AppRunner | None = None
@@ -197,7 +207,13 @@ class MockModelServer:
         except (ValueError, UnicodeDecodeError):
             self.stats["bad_request"] += 1
             return web.json_response({"error": {"message": "body is not JSON", "type": "invalid_request_error"}}, status=400)
-        wait = self._over_rate_limit()
+        limit_headers: dict[str, str] = {}
+        if self._bucket is not None:
+            allowed, limit_headers = self._bucket.admit(time.monotonic(), time.time())
+            if not allowed:
+                self.stats["429_rate_limit"] += 1
+                return web.json_response(_rate_limit_error(anthropic), status=429, headers=limit_headers)
+        wait = None if self._bucket is not None else self._over_rate_limit()
         if wait is not None:
             self.stats["429_rate_limit"] += 1
             return web.json_response(
@@ -209,6 +225,19 @@ class MockModelServer:
         if refusal is not None:
             self.stats["reasoning_rule"] += 1
             return refusal
+        if self._saturation is None:
+            response = await self._serve(request, body, anthropic)
+        else:
+            served = await self._saturation.serve(lambda: self._serve(request, body, anthropic))
+            if served is None:
+                self.stats["429_overloaded"] += 1
+                return web.json_response({"error": {"message": "Model is overloaded", "type": "overloaded"}}, status=429)
+            response = served
+        if limit_headers and not response.prepared:
+            response.headers.update(limit_headers)
+        return response
+
+    async def _serve(self, request: web.Request, body: Any, anthropic: bool) -> web.StreamResponse:
         fault = self._next_fault()
         delay = self.options.latency_ms + self._rng.random() * self.options.latency_jitter_ms
         if delay:
@@ -362,6 +391,13 @@ def _add_reasoning(out: dict[str, Any], request: dict[str, Any], mode: str, toke
         message[mode] = THINKING_TEXT
     elif mode == "think":
         message["content"] = f"<think>\n{THINKING_TEXT}" + ("" if exhausted else f"\n</think>\n\n{message['content']}")
+
+
+def _rate_limit_error(anthropic: bool) -> dict[str, Any]:
+    # the providers' own error shapes for a rate limit (Anthropic: type error / rate_limit_error; OpenAI: rate_limit_exceeded)
+    if anthropic:
+        return {"type": "error", "error": {"type": "rate_limit_error", "message": "Number of requests has exceeded your rate limit"}}
+    return {"error": {"message": "Rate limit reached for requests", "type": "requests", "code": "rate_limit_exceeded"}}
 
 
 def _reply_body(request_body: dict[str, Any], reply: PolicyReply, usage_in: int, usage_out: int, anthropic: bool) -> dict[str, Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import aiohttp
 
 from ..errors import ConfigError
-from ..limits import ModelLimits
+from ..limits import ModelLimits, in_flight_cap
 from .anthropic import AnthropicClient
 from .base import ModelClient, ModelConfig, estimate_tokens
 from .network import Route, client_session
@@ -27,7 +27,7 @@ def open_client(config: ModelConfig, sessions: list[aiohttp.ClientSession], limi
     """A client with its own session (appended to ``sessions`` for closing), limits and route; ``limits``:
     limits held elsewhere (a distributed run's workers lease theirs from the run's broker)."""
     target = config.route()
-    session = client_session(target, limit=config.max_in_flight, ttl_dns_cache=300, enable_cleanup_closed=True)
+    session = client_session(target, limit=in_flight_cap(config.max_in_flight), ttl_dns_cache=300, enable_cleanup_closed=True)
     sessions.append(session)
     if limits is None:
         limits = ModelLimits(max_in_flight=config.max_in_flight, rpm=config.rpm, tpm=config.tpm, window_s=config.rate_window_s)

@@ -53,9 +53,9 @@ class ModelConfig:
     extra_body: dict[str, Any] = field(default_factory=dict)
     headers: dict[str, str] = field(default_factory=dict)
     context_window: int | None = None  # tokens; prompts estimated larger end as context_limit_exceeded
-    max_in_flight: int = 64
-    rpm: int | None = None
-    tpm: int | None = None
+    max_in_flight: int | str = 64  # or "auto": adapted to the server's latency and refusals (limits.py)
+    rpm: int | str | None = None  # None/"auto": the limit the server reports in its headers, if any
+    tpm: int | str | None = None
     max_retries: int = 5
     timeout: float = 120.0  # seconds for one HTTP attempt
     task_header: bool = False  # send X-AgentBench-Task (only the built-in mock model uses it)
@@ -307,7 +307,7 @@ class ModelClient(abc.ABC):
             raise ModelError(str(self._failed), http_status=self._failed.http_status, fatal=True)
         window = self.config.context_window
         # the estimate is only needed for the context pre-check and the tokens/min budget
-        estimate = estimate_tokens(messages, tools) if window or self.config.tpm or need_estimate else 0
+        estimate = estimate_tokens(messages, tools) if window or self.limits.counts_tokens or need_estimate else 0
         if window and estimate + self.config.max_tokens > window:
             raise ContextLimitError(
                 f"estimated prompt of {estimate} tokens + max_tokens {self.config.max_tokens} exceeds "
@@ -334,13 +334,16 @@ class ModelClient(abc.ABC):
             async with self.limits.slot(estimate + self.config.max_tokens) as slot:
                 row.started_at = now()
                 start = time.perf_counter()
+                sent = asyncio.get_running_loop().time()  # the limits' clock (a test's loop may run on virtual time)
                 self.stats["calls"] += 1
                 try:
                     async with self.session.post(url, data=payload, headers=headers, timeout=self._timeout, **self._via) as resp:
                         row.http_status = resp.status
                         raw = await resp.read()
                         retry_after = retry_after_seconds(resp.headers.get("Retry-After"))
+                        self._observe(row, resp.status, resp.headers, sent)
                 except (aiohttp.ClientError, asyncio.TimeoutError, ConnectionError) as exc:
+                    self._observe(row, None, None, sent)
                     row.latency_ms = (time.perf_counter() - start) * 1000
                     kind = "timeout" if isinstance(exc, asyncio.TimeoutError) else type(exc).__name__
                     row.error = self._redact(f"{kind}: {exc}"[:300] if str(exc) else kind)
@@ -358,6 +361,13 @@ class ModelClient(abc.ABC):
             row.error = "cancelled: the run was interrupted before the server answered"
             row.latency_ms = (time.perf_counter() - start) * 1000
             raise
+
+    def _observe(self, row: CallRow, status: int | None, headers: Mapping[str, str] | None, sent: float) -> None:
+        """Let the limits learn from this answer to a request sent at ``sent`` (the event loop's clock): its
+        rate-limit headers, its latency; note on the row what they pace to now."""
+        limits = self.limits
+        limits.observe(status, headers, asyncio.get_running_loop().time() - sent)
+        row.in_flight_limit, row.rpm_limit, row.tpm_limit = limits.in_flight_limit, limits.rpm, limits.tpm
 
     def _read_reply(self, raw: bytes, status: int, row: CallRow) -> ModelReply:
         """A 200 reply body read into typed values (``replies.py``); a malformed one is retryable (the error

@@ -94,8 +94,11 @@ CREATE TABLE IF NOT EXISTS model_calls (
     cache_write_tokens BIGINT,          -- input tokens written to the cache (Anthropic; part of input_tokens)
     batch_id      VARCHAR,              -- the provider batch (OpenAI Batch API / Anthropic Message Batches) that
                                         -- carried the request; NULL for a direct call
-    note          VARCHAR               -- what the client repaired or dropped in a reply it accepted: a usage count
+    note          VARCHAR,              -- what the client repaired or dropped in a reply it accepted: a usage count
                                         -- that is not a count (stored as NULL), lone surrogates replaced
+    in_flight_limit INTEGER,            -- the model's in-flight cap after this answer (max_in_flight: auto adapts it)
+    rpm_limit     INTEGER,              -- requests/min paced to after this answer (configured, or the server's headers)
+    tpm_limit     BIGINT                -- tokens/min paced to after this answer; NULL: none known
 );
 -- Batch mode (--batch): every batch is recorded before it is created, so a resumed run collects the batches
 -- it already paid for instead of submitting their requests again.
@@ -136,6 +139,9 @@ ADDED_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("model_calls", "cache_write_tokens", "BIGINT"),
     ("model_calls", "batch_id", "VARCHAR"),
     ("turns", "injected", "BOOLEAN"),
+    ("model_calls", "in_flight_limit", "INTEGER"),
+    ("model_calls", "rpm_limit", "INTEGER"),
+    ("model_calls", "tpm_limit", "BIGINT"),
 )
 
 

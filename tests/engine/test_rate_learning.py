@@ -1,0 +1,258 @@
+"""Rate limits without guessing: the limits a server reports (OpenAI's and Anthropic's headers, fixtures from
+their docs) are adopted, and ``max_in_flight: auto`` finds a header-less server's capacity.
+
+The minutes-long runs use virtual time: an event loop whose clock jumps to the next timer instead of waiting
+(``VirtualTimeLoop``), and the real ``ModelClient`` and ``ModelLimits`` talking to the mock's hidden limits
+(``mock/rate_limits.py``) through a stand-in for the aiohttp session. A simulated minute takes well under a second.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import selectors
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from engine_support import echo_config, query, run, start_mock
+from multidict import CIMultiDict
+
+from agentbench_async.errors import ModelError
+from agentbench_async.limits import AUTO_IN_FLIGHT_START, ModelLimits
+from agentbench_async.mock.rate_limits import RequestBucket, Saturation, go_duration, rfc3339
+from agentbench_async.models import make_client
+from agentbench_async.models.base import ModelConfig
+from agentbench_async.rate_headers import parse_duration, read_limits
+from agentbench_async.records import CallRow
+
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "providers"
+WALL0 = 1_750_000_000.0  # the simulated wall clock at virtual time 0
+
+
+def _fixtures() -> list[dict[str, Any]]:
+    return [json.loads(p.read_text()) for p in sorted(FIXTURES.glob("ratelimit_*.json"))]
+
+
+@pytest.mark.parametrize("fixture", _fixtures(), ids=lambda f: f["source"][:40])
+def test_documented_headers_read_into_limit_remaining_and_reset(fixture):
+    wall = datetime.fromisoformat(fixture["wall_now"].replace("Z", "+00:00")).timestamp() if "wall_now" in fixture else None
+    limits = read_limits(CIMultiDict(fixture["headers"]), wall)
+    assert limits is not None and limits.style == fixture["style"]
+    for kind in ("requests", "tokens"):
+        budget = getattr(limits, kind)
+        limit, remaining, reset = fixture["expect"][kind]
+        assert (budget.limit, budget.remaining) == (limit, remaining)
+        assert budget.reset_s == pytest.approx(reset)
+
+
+def test_reset_formats_and_what_a_server_without_headers_sends():
+    assert [parse_duration(v) for v in ("1s", "6m0s", "20ms", "1h2m3.5s", "0.5")] == [1.0, 360.0, 0.02, 3723.5, 0.5]
+    assert parse_duration("soon") is None
+    assert [go_duration(s) for s in (1.0, 360.0, 0.02, 1.5)] == ["1s", "6m0s", "20ms", "1.5s"]
+    assert rfc3339(WALL0 + 0.2) == "2025-06-15T15:06:41Z"  # rounded up to the second, as the docs' examples
+    assert read_limits(CIMultiDict({"content-type": "application/json"})) is None  # vLLM, TGI, llama.cpp
+    # Azure's "not reported" (-1) is not a limit
+    assert read_limits(CIMultiDict({"x-ratelimit-limit-tokens": "-1", "x-ratelimit-remaining-tokens": "-1"})).tokens is None
+
+
+@pytest.mark.parametrize("style", ["openai", "anthropic"])
+def test_mock_reports_its_bucket_in_the_providers_headers(style):
+    bucket = RequestBucket(rpm=60, headers=style)
+    for _ in range(59):
+        assert bucket.admit(0.0, WALL0)[0]
+    ok, headers = bucket.admit(0.0, WALL0)
+    limits = read_limits(CIMultiDict(headers), WALL0)
+    assert ok and (limits.requests.limit, limits.requests.remaining) == (60, 0)
+    assert limits.requests.reset_s == pytest.approx(60.0)  # empty: full again after a whole minute
+    refused, headers = bucket.admit(0.5, WALL0 + 0.5)  # half a request refilled
+    assert not refused and headers["retry-after"] == "1"
+    assert bucket.admit(1.0, WALL0 + 1.0)[0]  # one request a second
+    assert RequestBucket(rpm=60, headers="none").admit(0.0, WALL0)[1] == {}
+
+
+# -- virtual time -------------------------------------------------------------------------------------
+class _NoWaitSelector(selectors.BaseSelector):
+    """Never waits: a select with a timeout moves the loop's clock to the timeout's end instead."""
+
+    def __init__(self, loop_clock: list[float]) -> None:
+        self._clock = loop_clock
+        self._map: dict[int, selectors.SelectorKey] = {}
+
+    def register(self, fileobj, events, data=None):  # type: ignore[no-untyped-def]
+        fd = fileobj if isinstance(fileobj, int) else fileobj.fileno()
+        key = selectors.SelectorKey(fileobj, fd, events, data)
+        self._map[fd] = key
+        return key
+
+    def unregister(self, fileobj):  # type: ignore[no-untyped-def]
+        return self._map.pop(fileobj if isinstance(fileobj, int) else fileobj.fileno())
+
+    def select(self, timeout=None):  # type: ignore[no-untyped-def]
+        if timeout is None:
+            raise RuntimeError("virtual time: nothing is scheduled and nothing can happen (a deadlock)")
+        self._clock[0] += timeout
+        return []
+
+    def get_map(self):  # type: ignore[no-untyped-def]
+        return self._map
+
+
+class VirtualTimeLoop(asyncio.SelectorEventLoop):
+    def __init__(self) -> None:
+        self._virtual = [0.0]
+        super().__init__(_NoWaitSelector(self._virtual))
+
+    def time(self) -> float:
+        return self._virtual[0]
+
+
+class _Response:
+    def __init__(self, status: int, headers: dict[str, str], body: dict[str, Any]) -> None:
+        self.status, self.headers, self._body = status, CIMultiDict(headers), json.dumps(body).encode()
+
+    async def read(self) -> bytes:
+        return self._body
+
+    async def __aenter__(self) -> _Response:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
+
+
+_OPENAI_OK = {"choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}],
+              "usage": {"prompt_tokens": 10, "completion_tokens": 2}}  # fmt: skip
+_ANTHROPIC_OK = {"type": "message", "role": "assistant", "content": [{"type": "text", "text": "ok"}], "stop_reason": "end_turn",
+                 "usage": {"input_tokens": 10, "output_tokens": 2}}  # fmt: skip
+
+
+class SimulatedServer:
+    """The mock's hidden limits behind a stand-in for the client's aiohttp session; records every arrival."""
+
+    def __init__(self, *, anthropic: bool, service_s: float, bucket: RequestBucket | None = None, saturation: Saturation | None = None) -> None:
+        self.anthropic, self.service_s, self.bucket, self.saturation = anthropic, service_s, bucket, saturation
+        self.arrivals: list[tuple[float, int]] = []  # (virtual time, status)
+
+    def post(self, url: str, **kw: Any) -> _Exchange:
+        return _Exchange(self)
+
+    async def answer(self) -> _Response:
+        now = asyncio.get_running_loop().time()
+        headers: dict[str, str] = {}
+        status = 200
+        if self.bucket is not None:
+            allowed, headers = self.bucket.admit(now, WALL0 + now)
+            status = 200 if allowed else 429
+        if status == 200:
+            if self.saturation is not None:
+                served = await self.saturation.serve(lambda: asyncio.sleep(self.service_s, result=True))
+                status = 200 if served else 429
+            else:
+                await asyncio.sleep(self.service_s)
+        self.arrivals.append((now, status))
+        if status != 200:
+            return _Response(status, headers, {"error": {"message": "rate limit", "type": "rate_limit_error"}})
+        return _Response(200, headers, _ANTHROPIC_OK if self.anthropic else _OPENAI_OK)
+
+    def served_per_minute(self, start: float, end: float) -> float:
+        return sum(1 for t, s in self.arrivals if start <= t < end and s == 200) * 60 / (end - start)
+
+    def refused_share(self, start: float) -> float:
+        later = [s for t, s in self.arrivals if t >= start]
+        return sum(1 for s in later if s == 429) / len(later)
+
+
+class _Exchange:
+    def __init__(self, server: SimulatedServer) -> None:
+        self._server = server
+
+    async def __aenter__(self) -> _Response:
+        return await self._server.answer()
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
+
+
+def simulate(server: SimulatedServer, config: ModelConfig, *, episodes: int, minutes: float) -> list[CallRow]:
+    """``episodes`` agents calling the model back to back for ``minutes`` of virtual time; the calls' rows."""
+    random.seed(0)  # the retries' jitter
+    loop = VirtualTimeLoop()
+    calls: list[CallRow] = []
+
+    async def main() -> None:
+        limits = ModelLimits(max_in_flight=config.max_in_flight, rpm=config.rpm, tpm=config.tpm, window_s=config.rate_window_s)
+        client = make_client(config, server, limits)  # type: ignore[arg-type]
+        end = minutes * 60
+
+        async def episode() -> None:
+            turn = 0
+            while asyncio.get_running_loop().time() < end:
+                turn += 1
+                try:
+                    await client.complete([{"role": "user", "content": "hi"}], None, calls=calls, turn=turn)
+                except ModelError:
+                    pass
+
+        await asyncio.gather(*(episode() for _ in range(episodes)))
+
+    try:
+        loop.run_until_complete(main())
+    finally:
+        loop.close()
+    return calls
+
+
+@pytest.mark.parametrize(("provider", "hidden_rpm"), [("openai", 600), ("anthropic", 600), ("openai", 40), ("anthropic", 40)])
+def test_no_limits_given_the_servers_reported_limit_is_used_without_429s(provider, hidden_rpm):
+    # 100 episodes, up to 64 requests in flight of 2 s each could send ~1900 requests a minute; the server
+    # takes hidden_rpm and says so in its headers. Nothing is configured.
+    server = SimulatedServer(anthropic=provider == "anthropic", service_s=2.0, bucket=RequestBucket(hidden_rpm, provider))
+    config = ModelConfig(name="m", provider=provider, base_url="http://sim/v1")
+    assert config.rpm is None and config.tpm is None
+    calls = simulate(server, config, episodes=100, minutes=4)
+    assert server.served_per_minute(60, 240) >= 0.9 * hidden_rpm
+    assert server.refused_share(60) <= 0.01
+    assert {c.rpm_limit for c in calls if c.http_status} == {hidden_rpm}
+
+
+def test_an_explicit_rpm_still_wins_over_the_headers():
+    server = SimulatedServer(anthropic=False, service_s=2.0, bucket=RequestBucket(600, "openai"))
+    calls = simulate(server, ModelConfig(name="m", base_url="http://sim/v1", rpm=120), episodes=100, minutes=2)
+    assert 0.9 * 120 <= server.served_per_minute(60, 120) <= 120
+    assert {c.rpm_limit for c in calls} == {120}
+
+
+def test_without_headers_the_limit_is_ignored_as_before():
+    # the same hidden limit without headers and nothing configured: the client only learns from 429s (pauses)
+    server = SimulatedServer(anthropic=False, service_s=2.0, bucket=RequestBucket(120, "none"))
+    calls = simulate(server, ModelConfig(name="m", base_url="http://sim/v1"), episodes=100, minutes=2)
+    assert server.refused_share(60) > 0.05
+    assert {c.rpm_limit for c in calls} == {None}
+
+
+def test_max_in_flight_auto_finds_a_headerless_servers_capacity():
+    # vLLM-like: 16 requests served at once (1 s each: 960 a minute), 16 more may queue, 429 beyond; 200 episodes
+    server = SimulatedServer(anthropic=False, service_s=1.0, saturation=Saturation(capacity=16, queue_limit=16))
+    calls = simulate(server, ModelConfig(name="m", base_url="http://sim/v1", max_in_flight="auto"), episodes=200, minutes=4)
+    hidden_rpm = 16 * 60
+    assert server.served_per_minute(60, 240) >= 0.9 * hidden_rpm
+    assert server.refused_share(60) <= 0.01
+    sizes = [c.in_flight_limit for c in calls if c.in_flight_limit is not None]
+    assert sizes[0] <= AUTO_IN_FLIGHT_START + 1 and max(sizes) >= 16  # stored per call: how the size moved
+    assert max(sizes[len(sizes) // 2 :]) <= 16 * 2.5  # and it stays near the capacity, not at the cap
+
+
+# -- over HTTP: the mock sends the headers, a run stores what it paced to ------------------------------
+async def test_a_run_against_the_mock_adopts_its_headers_and_stores_the_limits(tmp_path):
+    server = await start_mock(rpm_limit=6000, rate_headers="anthropic")
+    out = tmp_path / "r.duckdb"
+    try:
+        summary = await run(echo_config(out, server.base_url, models=[{"name": "mock-oracle", "provider": "anthropic"}], limit=4))
+    finally:
+        await server.stop()
+    assert summary.statuses == {"completed": 4}
+    rows = query(out, "SELECT DISTINCT rpm_limit, in_flight_limit FROM model_calls")
+    assert rows == [(6000, 64)]
