@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import html
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -134,3 +136,22 @@ def test_models_without_loops_or_refused_actions_have_no_row(write_run: WriteRun
     console = Console(width=80, record=True, color_system=None, file=open(os.devnull, "w"))  # noqa: SIM115
     assert commands.report([path], html=None, json_out=False, console=console) == 0
     assert "How episodes failed" not in console.export_text()
+
+
+def test_the_demo_s_weak_model_loops_and_stalls_and_the_oracle_does_neither(tmp_path: Path) -> None:
+    """Through the engine: `agentbench demo` on kg and webshop (mock-weak repeats itself by design)."""
+    out = tmp_path / "demo.duckdb"
+    proc = subprocess.run([sys.executable, "-m", "agentbench_async.cli", "demo", "--out", str(out), "--env", "kg,webshop",
+                           "--limit", "8", "--no-progress"], capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    with load(out) as res:
+        rows = res.episode_behaviour.rows(named=True)
+        summary = {(r["model"], r["env"]): r for r in res.behaviour_summary.iter_rows(named=True)}
+    evidence = {r["episode_id"]: (r["behaviour"], r["evidence"]) for r in rows}
+    assert evidence["mock-weak/webshop/dev/206/0"] == ("looping", 'turns 1-10: "click[add to cart]" 10 times in a row')
+    assert evidence["mock-weak/kg/dev/2/0"] == ("looping", 'turns 1-15: "get_relations(merchants of the gull coast)" 15 times in a row')
+    weak_tle = [r["behaviour"] for r in rows if r["model"] == "mock-weak" and r["failure_class"] == "task_limit_exceeded"]
+    assert weak_tle and set(weak_tle) <= {"looping", "stalled"}
+    assert {r["behaviour"] for r in rows if r["model"] == "mock-oracle"} == {"none"}
+    kg = summary[("mock-weak", "kg")]
+    assert kg["tle_looping"] + kg["tle_stalled"] == kg["tle_episodes"] > 0 and kg["loop_share"] == kg["tle_looping"] / kg["tle_episodes"]
