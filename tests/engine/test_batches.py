@@ -310,7 +310,7 @@ def test_batch_and_prompt_caching_flags():
 
 
 async def test_a_recorded_batch_the_provider_no_longer_has_is_submitted_again(tmp_path):
-    server = await start_mock(batch_delay_s=0.6)
+    server = await start_mock(batch_delay_s=3.0)  # the batch must still be running when the run is killed
     out = tmp_path / "gone.duckdb"
     config = tmp_path / "run.yaml"
     config.write_text(yaml.safe_dump({
@@ -323,7 +323,8 @@ async def test_a_recorded_batch_the_provider_no_longer_has_is_submitted_again(tm
         proc = await _start_run(config)
         deadline = time.monotonic() + 90  # the run's start alone takes seconds on a loaded machine
         while time.monotonic() < deadline:
-            if server.batches.stats["batches_created"] >= 1 or proc.returncode is not None:
+            # polled: the run has recorded the batch's id (the ledger entry is written before the first poll)
+            if server.batches.stats["batch_polls"] >= 1 or proc.returncode is not None:
                 break
             await asyncio.sleep(0.01)
         proc.send_signal(signal.SIGKILL)
