@@ -6,6 +6,11 @@ through the store schema with set-based SQL; then starts the view app on loopbac
 open the file (load + first page) and each page's answer time (median and max of --tries requests).
 
     .venv/bin/python bench/view.py [--episodes 100000] [--turns 20] [--keep PATH]
+
+With --export DIR it writes the static site instead (``agentbench view FILE --export DIR``), printing the time and
+size, then opens its pages from file:// in headless Chromium (tests/view/view_browser.py) and prints how long the
+first page (the overview), the failure matrix, the first and last page of the list of all episodes and a
+transcript take to load (navigation start to the load event, as the browser measures it).
 """
 
 from __future__ import annotations
@@ -71,7 +76,7 @@ def build(path: Path, episodes: int, turns: int) -> None:
                CASE WHEN s % 2 = 1 THEN 'bash ls -la /tmp/dir' || (s % 7) END,
                CASE WHEN s % 2 = 1 THEN 'total 8' END,
                CASE WHEN s % 2 = 1 THEN true END, NULL, NULL,
-               TIMESTAMPTZ '2025-03-01 12:00:00+00' + to_milliseconds(i * 10 + s), NULL
+               TIMESTAMPTZ '2025-03-01 12:00:00+00' + to_milliseconds(i * 10 + s), NULL, NULL
         FROM plan, range({turns}) AS t(s)
     """)
     con.execute(f"""
@@ -141,12 +146,45 @@ async def measure(path: Path, tries: int) -> None:
         await proc.wait()
 
 
+async def measure_export(path: Path, folder: Path, tries: int) -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "view"))
+    from view_browser import Browser  # the view tests' DevTools driver
+
+    from agentbench_async.view.export import export, size_text
+
+    done = export([path], folder)
+    print(f"export: {done.episodes:,} transcripts, {done.list_pages:,} pages of {done.lists:,} episode lists, "
+          f"{size_text(done.bytes)} in {done.seconds:.1f} s; first page {done.first_page_bytes / 1e3:.1f} kB")
+    index = (folder / "index.html").read_text(encoding="utf-8")
+    every = folder / index.split('">Episodes</a>', 1)[0].rsplit('href="', 1)[1]
+    last = max(every.parent.glob("*.html"), key=lambda p: int(p.stem))
+    pages = (("first page (overview)", folder / "index.html"), ("failure matrix", folder / "failures.html"),
+             ("all episodes, page 1", every), (f"all episodes, page {last.stem}", last),
+             ("a transcript", folder / "episodes" / "0" / "0.html"))
+    with tempfile.TemporaryDirectory() as profile:
+        async with Browser(Path(profile)) as b:
+            for name, page in pages:
+                times = []
+                for _ in range(tries):
+                    await b.goto("about:blank")
+                    t0 = time.perf_counter()
+                    await b.goto(page.as_uri())
+                    wall = time.perf_counter() - t0
+                    timing = await b.js("(() => { const t = performance.getEntriesByType('navigation')[0]; return t.loadEventEnd - t.startTime; })()")
+                    times.append((wall, timing / 1000))
+                first = times[0]
+                print(f"{name:32s} load event after {1000 * first[1]:5.0f} ms first, median "
+                      f"{1000 * statistics.median(t[1] for t in times):5.0f} ms (wall incl. DevTools {1000 * first[0]:5.0f} ms)")
+            assert not b.console_errors, b.console_errors
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--episodes", type=int, default=100_000)
     parser.add_argument("--turns", type=int, default=20, help="messages per episode")
     parser.add_argument("--tries", type=int, default=7, help="requests per page")
     parser.add_argument("--keep", type=Path, help="build the file here (reused when it exists) instead of a temporary folder")
+    parser.add_argument("--export", type=Path, metavar="DIR", help="measure the static export into DIR (new or empty) instead of the app")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         path = args.keep or Path(tmp) / "big.duckdb"
@@ -158,7 +196,10 @@ def main() -> None:
             counts = [con.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in ("episodes", "turns", "model_calls")]  # type: ignore[index]
         print(f"{counts[0]:,} episodes, {counts[1]:,} turns, {counts[2]:,} model calls; {path.stat().st_size / 1e6:.0f} MB; "
               f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
-        asyncio.run(measure(path, args.tries))
+        if args.export:
+            asyncio.run(measure_export(path, args.export, args.tries))
+        else:
+            asyncio.run(measure(path, args.tries))
 
 
 if __name__ == "__main__":
