@@ -334,16 +334,16 @@ class ModelClient(abc.ABC):
             async with self.limits.slot(estimate + self.config.max_tokens) as slot:
                 row.started_at = now()
                 start = time.perf_counter()
-                sent = asyncio.get_running_loop().time()  # the limits' clock (a test's loop may run on virtual time)
+                sent_at = asyncio.get_running_loop().time()  # the limits' clock (a test's loop may run on virtual time)
                 self.stats["calls"] += 1
                 try:
                     async with self.session.post(url, data=payload, headers=headers, timeout=self._timeout, **self._via) as resp:
                         row.http_status = resp.status
                         raw = await resp.read()
                         retry_after = retry_after_seconds(resp.headers.get("Retry-After"))
-                        self._observe(row, resp.status, resp.headers, sent)
+                        self._observe(row, resp.status, resp.headers, sent_at)
                 except (aiohttp.ClientError, asyncio.TimeoutError, ConnectionError) as exc:
-                    self._observe(row, None, None, sent)
+                    self._observe(row, None, None, sent_at)
                     row.latency_ms = (time.perf_counter() - start) * 1000
                     kind = "timeout" if isinstance(exc, asyncio.TimeoutError) else type(exc).__name__
                     row.error = self._redact(f"{kind}: {exc}"[:300] if str(exc) else kind)
@@ -362,11 +362,11 @@ class ModelClient(abc.ABC):
             row.latency_ms = (time.perf_counter() - start) * 1000
             raise
 
-    def _observe(self, row: CallRow, status: int | None, headers: Mapping[str, str] | None, sent: float) -> None:
-        """Let the limits learn from this answer to a request sent at ``sent`` (the event loop's clock): its
+    def _observe(self, row: CallRow, status: int | None, headers: Mapping[str, str] | None, sent_at: float) -> None:
+        """Let the limits learn from this answer to a request sent at ``sent_at`` (the event loop's clock): its
         rate-limit headers, its latency; note on the row what they pace to now."""
         limits = self.limits
-        limits.observe(status, headers, asyncio.get_running_loop().time() - sent)
+        limits.observe(status, headers, asyncio.get_running_loop().time() - sent_at)
         row.in_flight_limit, row.rpm_limit, row.tpm_limit = limits.in_flight_limit, limits.rpm, limits.tpm
 
     def _read_reply(self, raw: bytes, status: int, row: CallRow) -> ModelReply:
