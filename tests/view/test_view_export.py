@@ -127,3 +127,27 @@ def test_a_folder_with_files_is_refused_and_nothing_is_written(known_file: Path,
     assert [p.name for p in folder.iterdir()] == ["notes.txt"]
     with pytest.raises(Exception, match="that is a file"):
         export([known_file], folder / "notes.txt")
+
+
+def test_two_files_give_each_attempt_its_own_transcript_linked_from_the_other(known_file: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "again.duckdb"
+    copy.write_bytes(known_file.read_bytes())
+    done = export([known_file, copy], tmp_path / "site")
+    with load(known_file) as res:
+        stored = res.sql("SELECT count(*) AS n FROM episodes")["n"][0]
+    with load([known_file, copy]) as res:
+        deciding = res.sql("SELECT count(*) AS n FROM episode_outcomes")["n"][0]  # one attempt of each episode decides
+    assert done.episodes == 2 * stored == len(list((tmp_path / "site").glob("episodes/*/*.html")))
+    every = tmp_path / "site" / re.search(r'href="(lists/\d+/1\.html)">Episodes',  # type: ignore[union-attr]
+                                          (tmp_path / "site" / "index.html").read_text()).group(1)
+    text = "".join(p.read_text(encoding="utf-8") for p in every.parent.glob("*.html"))
+    rows = re.findall(r'<td class="l">#(\d)</td><td class="l"><a href="([^"]+)" class="episode">([^<]+)</a>', text)
+    assert len(rows) == deciding
+    for no, href, episode in rows:
+        page = every.parent / html.unescape(href)
+        shown = page.read_text(encoding="utf-8")
+        assert f"<dd>{html.escape(str([known_file, copy][int(no) - 1]))}</dd>" in shown and html.escape(episode) in shown
+        other = re.search(r"Other attempts of this episode.*?<a href=\"([^\"]+)\"", shown)
+        assert other, episode  # the same episode in the other file, one click away
+        twin = (page.parent / html.unescape(other.group(1))).read_text(encoding="utf-8")
+        assert f"<dd>{html.escape(str([known_file, copy][2 - int(no)]))}</dd>" in twin

@@ -3,7 +3,8 @@
 ``serve(paths, host, port)`` runs it; ``make_app(Source(paths))`` builds the aiohttp application (tests).
 Modules: ``source`` (files opened per request in worker threads, memoised analytics), ``queries`` (what
 each page reads), ``pages`` and ``html`` (rendering, everything escaped), ``app`` (routes and the
-read-only, loopback-only guard), ``static/`` (the one stylesheet and script, shipped in the wheel).
+read-only, loopback-only guard), ``export`` (the same pages written as a static site: ``view --export DIR``),
+``static/`` (the one stylesheet and script, shipped in the wheel).
 """
 
 from __future__ import annotations
