@@ -16,10 +16,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import pytest
 from engine_support import echo_config, query, run, start_mock
 from multidict import CIMultiDict
 
+from agentbench_async.analytics.loading import load
+from agentbench_async.analytics.operations import limit_lines
 from agentbench_async.errors import ModelError
 from agentbench_async.limits import AUTO_IN_FLIGHT_START, ModelLimits
 from agentbench_async.mock.rate_limits import RequestBucket, Saturation, go_duration, rfc3339
@@ -27,6 +30,8 @@ from agentbench_async.models import make_client
 from agentbench_async.models.base import ModelConfig
 from agentbench_async.rate_headers import parse_duration, read_limits
 from agentbench_async.records import CallRow
+from agentbench_async.scheduler import RunSummary
+from agentbench_async.store.schema import create_schema
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "providers"
 WALL0 = 1_750_000_000.0  # the simulated wall clock at virtual time 0
@@ -246,13 +251,44 @@ def test_max_in_flight_auto_finds_a_headerless_servers_capacity():
 
 
 # -- over HTTP: the mock sends the headers, a run stores what it paced to ------------------------------
-async def test_a_run_against_the_mock_adopts_its_headers_and_stores_the_limits(tmp_path):
-    server = await start_mock(rpm_limit=6000, rate_headers="anthropic")
-    out = tmp_path / "r.duckdb"
+async def _run_on_mock(out: Path, model: dict[str, Any], limit: int, **mock: Any) -> RunSummary:
+    server = await start_mock(**mock)
     try:
-        summary = await run(echo_config(out, server.base_url, models=[{"name": "mock-oracle", "provider": "anthropic"}], limit=4))
+        return await run(echo_config(out, server.base_url, models=[model], limit=limit))
     finally:
         await server.stop()
+
+
+async def test_a_run_against_the_mock_adopts_its_headers_and_stores_the_limits(tmp_path):
+    out = tmp_path / "r.duckdb"
+    summary = await _run_on_mock(out, {"name": "mock-oracle", "provider": "anthropic"}, 4, rpm_limit=6000, rate_headers="anthropic")
     assert summary.statuses == {"completed": 4}
     rows = query(out, "SELECT DISTINCT rpm_limit, in_flight_limit FROM model_calls")
     assert rows == [(6000, 64)]
+    with load(out) as res:
+        assert limit_lines(res) == ["limits: mock-oracle: 6,000 requests/min, no tokens/min limit known, 64 in flight; "
+                                    "0 of 7 attempts answered 429"]  # fmt: skip
+
+
+async def test_serve_mock_capacity_with_max_in_flight_auto(tmp_path):
+    # a header-less server serving 2 requests at once (2 more queue, 429 beyond): the run completes, each call
+    # notes the in-flight cap, and the report says how it moved
+    out = tmp_path / "r.duckdb"
+    summary = await _run_on_mock(out, {"name": "mock-oracle", "max_in_flight": "auto"}, 12, capacity=2, queue_limit=2, latency_ms=20)
+    assert summary.statuses == {"completed": 12}
+    sizes = [r[0] for r in query(out, "SELECT in_flight_limit FROM model_calls ORDER BY started_at")]
+    assert None not in sizes and max(sizes) <= 256
+    with load(out) as res:
+        (line,) = limit_lines(res)
+    assert line.startswith("limits: mock-oracle: no requests/min limit known, no tokens/min limit known, ")
+
+
+def test_old_files_without_the_limit_columns_read_with_no_limit_lines(tmp_path):
+    path = tmp_path / "old.duckdb"
+    con = duckdb.connect(str(path))
+    create_schema(con)
+    for column in ("in_flight_limit", "rpm_limit", "tpm_limit"):
+        con.execute(f"ALTER TABLE model_calls DROP COLUMN {column}")
+    con.close()
+    with load(path) as res:
+        assert limit_lines(res) == []

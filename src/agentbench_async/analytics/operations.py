@@ -92,3 +92,19 @@ def tool_call_hints(res: Results) -> list[str]:
             "one request with 'tools' and looking for message.tool_calls in the reply, or use --action-mode text"
         )
     return lines
+
+
+def limit_lines(res: Results) -> list[str]:
+    """One line per model on what its request limits paced to (the ``call_limits`` view): requests and tokens per
+    minute (configured or reported by the server), and the in-flight cap when it moved (max_in_flight: auto)."""
+    lines = []
+    for r in res.call_limits.sort("model", nulls_last=True).iter_rows(named=True):
+        parts = [f"{r['rpm_limit']:,} requests/min" if r["rpm_limit"] else "no requests/min limit known",
+                 f"{r['tpm_limit']:,} tokens/min" if r["tpm_limit"] else "no tokens/min limit known"]  # fmt: skip
+        if r["in_flight_min"] != r["in_flight_max"]:
+            parts.append(f"in flight adapted {r['in_flight_first']} -> {r['in_flight_last']} (between {r['in_flight_min']} "
+                         f"and {r['in_flight_max']})")  # fmt: skip
+        else:
+            parts.append(f"{r['in_flight_last']} in flight")
+        lines.append(f"limits: {r['model'] or '?'}: " + ", ".join(parts) + f"; {r['refused_429']:,} of {r['attempts']:,} attempts answered 429")
+    return lines

@@ -41,6 +41,7 @@ class Report:
     resume: pl.DataFrame | None = None  # resume_work: what running the same command again would re-run
     rates: pl.DataFrame | None = None  # call_rates: calls per wall-clock second of the runs
     tool_hints: list[str] | None = None  # operations.tool_call_hints
+    limit_lines: list[str] | None = None  # operations.limit_lines: what each model's request limits paced to
     behaviour: pl.DataFrame | None = None  # behaviour.behaviour_table: loops among task-limit episodes, recovery after errors
 
     def deviation_groups(self) -> list[tuple[list[str], list[str]]]:
@@ -77,6 +78,7 @@ class Report:
                 "calls_per_second": _rows(self.throughput),
                 "call_rates": _rows(self.rates) if self.rates is not None else [],
                 "hints": self.tool_hints or [],
+                "limits": self.limit_lines or [],
                 "reasoning": _rows(self.reasoning) if self.reasoning is not None else [],
                 "cost": _rows(self.cost) if self.cost is not None else [],
             },
@@ -136,5 +138,6 @@ def build_report(res: Results, prices: Prices | None = None) -> Report:
         resume=res.resume_work.sort("config_id", "status"),
         rates=res.call_rates.sort("model", nulls_last=True),
         tool_hints=operations.tool_call_hints(res),
+        limit_lines=operations.limit_lines(res),
         behaviour=configs.with_labels(behaviour.behaviour_table(res), table),
     )

@@ -395,6 +395,8 @@ def render(report: Report, console: Console) -> None:
     if not report.usage.is_empty():
         for table in operations_tables(report):
             print_table(console, table)
+    for line in report.limit_lines or []:
+        console.print(escape(line), highlight=False)
     for line in report.tool_hints or []:
         console.print(f"[yellow]{escape(line)}[/]", highlight=False)
 
