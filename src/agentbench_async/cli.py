@@ -387,7 +387,15 @@ def _cmd_view(args: argparse.Namespace) -> int:
     if args.export is not None:
         from .view.export import export, open_hint, size_text
 
-        done = export(args.paths, args.export, pool=args.pool)
+        steps: set[int] = set()
+
+        def progress(written: int, total: int) -> None:  # a line per tenth of a big export's transcripts
+            step = 10 * written // total
+            if total >= 20_000 and step not in steps:
+                steps.add(step)
+                _err.print(f"agentbench view: {written:,}/{total:,} transcripts written", markup=False)
+
+        done = export(args.paths, args.export, pool=args.pool, progress=progress)
         _err.print(f"agentbench view: exported {done.episodes:,} transcripts and {done.list_pages:,} pages of {done.lists:,} episode "
                    f"lists to {done.folder} ({size_text(done.bytes)}, {done.seconds:.1f} s); open {open_hint(done.folder)}", markup=False)
         return 0

@@ -132,12 +132,14 @@ def test_a_folder_with_files_is_refused_and_nothing_is_written(known_file: Path,
 def test_two_files_give_each_attempt_its_own_transcript_linked_from_the_other(known_file: Path, tmp_path: Path) -> None:
     copy = tmp_path / "again.duckdb"
     copy.write_bytes(known_file.read_bytes())
-    done = export([known_file, copy], tmp_path / "site")
+    calls: list[tuple[int, int]] = []
+    done = export([known_file, copy], tmp_path / "site", progress=lambda n, total: calls.append((n, total)))
     with load(known_file) as res:
         stored = res.sql("SELECT count(*) AS n FROM episodes")["n"][0]
     with load([known_file, copy]) as res:
         deciding = res.sql("SELECT count(*) AS n FROM episode_outcomes")["n"][0]  # one attempt of each episode decides
     assert done.episodes == 2 * stored == len(list((tmp_path / "site").glob("episodes/*/*.html")))
+    assert calls[-1] == (2 * stored, 2 * stored)
     every = tmp_path / "site" / re.search(r'href="(lists/\d+/1\.html)">Episodes',  # type: ignore[union-attr]
                                           (tmp_path / "site" / "index.html").read_text()).group(1)
     text = "".join(p.read_text(encoding="utf-8") for p in every.parent.glob("*.html"))

@@ -126,8 +126,9 @@ def _prepare(folder: Path) -> None:
         raise ExportError(f"--export {folder}: cannot write there ({exc.strerror or exc})") from None
 
 
-def export(paths: Sequence[Path], folder: Path, *, pool: bool = False) -> ExportSummary:
-    """Write the static site of ``paths`` into ``folder`` (new or empty)."""
+def export(paths: Sequence[Path], folder: Path, *, pool: bool = False, progress: Callable[[int, int], None] | None = None) -> ExportSummary:
+    """Write the static site of ``paths`` into ``folder`` (new or empty); ``progress(done, total)`` is called as the
+    transcripts are written (a chunk at a time)."""
     t0 = time.perf_counter()
     source = _Now(paths, workers=1, pool=pool)
     source.check()
@@ -143,10 +144,10 @@ def export(paths: Sequence[Path], folder: Path, *, pool: bool = False) -> Export
                 if parts.path == "/episodes":
                     site.lists.setdefault(_list_key(dict(parse_qsl(parts.query))), len(site.lists) + 1)
             keys = _episode_keys(res, site)
-            list_pages = sum(_write_list(res, site, key, number) for key, number in site.lists.items())
+            list_pages = sum(_write_list(res, source, site, key, number) for key, number in site.lists.items())
             site.write("index.html", "Overview", overview, "/")
             site.write("failures.html", "Failure classes", matrix, "/failures")
-            written = _write_transcripts(res, site, keys)
+            written = _write_transcripts(res, site, keys, progress)
     finally:
         source.close()
     static = sum(f.stat().st_size for f in (folder / "static").iterdir())
@@ -168,10 +169,10 @@ def _episode_keys(res: Results, site: _Site) -> list[tuple[str, str, str]]:
     return keys
 
 
-def _write_list(res: Results, site: _Site, key: tuple[str, ...], number: int) -> int:
+def _write_list(res: Results, source: Source, site: _Site, key: tuple[str, ...], number: int) -> int:
     """Every page of one episode list (the live app's list with these filters); returns the pages written."""
     filters = q.EpisodeFilters.from_query(dict(zip(_LIST_KEYS, key)), res.paths)
-    first = q.episode_page(res, filters)
+    first = q.episode_page(res, filters, source)
     rows = q.episode_rows(res, filters, limit=None).drop("total")
     total = rows.height
     count = max(1, -(-total // q.PAGE_SIZE))
@@ -193,7 +194,8 @@ def _grouped(frame: Any, columns: tuple[str, ...] = ("source_file", "run_id", "e
     return out
 
 
-def _write_transcripts(res: Results, site: _Site, keys: list[tuple[str, str, str]]) -> int:
+def _write_transcripts(res: Results, site: _Site, keys: list[tuple[str, str, str]],
+                       progress: Callable[[int, int], None] | None) -> int:
     """Every stored attempt's transcript page, read ``CHUNK`` episodes at a time (by episode id range)."""
     differs: dict[tuple[str, str], list[str]] = {}
     n = 0
@@ -215,6 +217,8 @@ def _write_transcripts(res: Results, site: _Site, keys: list[tuple[str, str, str
             data = q.Transcript(ep, turns.get(key, []), calls.get(key, []), others, differs=differs[(run, ep["env"])])
             site.write(f"episodes/{n // SHARD}/{n}.html", f"Episode {episode}", pages.transcript(data, site.files), "/episodes")
             n += 1
+        if progress is not None:
+            progress(n, len(keys))
     return n
 
 
