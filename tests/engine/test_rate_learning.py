@@ -23,7 +23,8 @@ from multidict import CIMultiDict
 
 from agentbench_async.analytics.loading import load
 from agentbench_async.analytics.operations import limit_lines
-from agentbench_async.errors import ModelError
+from agentbench_async.config import model_from_dict
+from agentbench_async.errors import ConfigError, ModelError
 from agentbench_async.limits import AUTO_IN_FLIGHT_START, ModelLimits
 from agentbench_async.mock.rate_limits import RequestBucket, Saturation, go_duration, rfc3339
 from agentbench_async.models import make_client
@@ -76,6 +77,39 @@ def test_mock_reports_its_bucket_in_the_providers_headers(style):
     assert not refused and headers["retry-after"] == "1"
     assert bucket.admit(1.0, WALL0 + 1.0)[0]  # one request a second
     assert RequestBucket(rpm=60, headers="none").admit(0.0, WALL0)[1] == {}
+
+
+def test_config_takes_auto_and_says_so_when_a_value_is_wrong():
+    assert model_from_dict({"name": "m", "rpm": "auto", "tpm": "auto", "max_in_flight": "auto"}, "m").max_in_flight == "auto"
+    with pytest.raises(ConfigError, match=r"^m\.max_in_flight: expected a positive integer or auto, got 'many'$"):
+        model_from_dict({"name": "m", "max_in_flight": "many"}, "m")
+    with pytest.raises(ConfigError, match=r"^m\.tpm: expected a positive integer or auto \(the limit the server reports\) or nothing"):
+        model_from_dict({"name": "m", "tpm": "lots"}, "m")
+
+
+def test_reported_limits_are_adopted_an_explicit_number_kept_and_a_used_up_budget_waited_for():
+    docs = CIMultiDict(json.loads((FIXTURES / "ratelimit_openai_docs.json").read_text())["headers"])
+
+    async def main() -> tuple[ModelLimits, ModelLimits, float]:
+        learned, given = ModelLimits(), ModelLimits(rpm=10)
+        assert (learned.rpm, learned.tpm, learned.counts_tokens) == (None, None, False)
+        learned.observe(200, docs, 0.5)
+        given.observe(200, docs, 0.5)
+        # the budget is used up: 0 of 60 left, full again in 6 s, so one request is free in 6/60 s
+        learned.observe(200, CIMultiDict({**docs, "x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "6s"}), 0.5)
+        start = asyncio.get_running_loop().time()
+        async with learned.slot(10):
+            waited = asyncio.get_running_loop().time() - start
+        return learned, given, waited
+
+    loop = VirtualTimeLoop()
+    try:
+        learned, given, waited = loop.run_until_complete(main())
+    finally:
+        loop.close()
+    assert (learned.rpm, learned.tpm, learned.counts_tokens, learned.learned_from) == (60, 150000, True, "openai")
+    assert (given.rpm, given.tpm) == (10, 150000)  # the configured rpm wins; tpm was left to the server
+    assert waited == pytest.approx(0.1)
 
 
 # -- virtual time -------------------------------------------------------------------------------------
