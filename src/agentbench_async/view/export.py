@@ -144,7 +144,8 @@ def export(paths: Sequence[Path], folder: Path, *, pool: bool = False, progress:
                 if parts.path == "/episodes":
                     site.lists.setdefault(_list_key(dict(parse_qsl(parts.query))), len(site.lists) + 1)
             keys = _episode_keys(res, site)
-            list_pages = sum(_write_list(res, source, site, key, number) for key, number in site.lists.items())
+            choices = q.episode_page(res, q.EpisodeFilters(), source)  # models, envs, statuses, configurations: one set
+            list_pages = sum(_write_list(res, choices, site, key, number) for key, number in site.lists.items())
             site.write("index.html", "Overview", overview, "/")
             site.write("failures.html", "Failure classes", matrix, "/failures")
             written = _write_transcripts(res, site, keys, progress)
@@ -169,15 +170,14 @@ def _episode_keys(res: Results, site: _Site) -> list[tuple[str, str, str]]:
     return keys
 
 
-def _write_list(res: Results, source: Source, site: _Site, key: tuple[str, ...], number: int) -> int:
+def _write_list(res: Results, choices: q.EpisodePage, site: _Site, key: tuple[str, ...], number: int) -> int:
     """Every page of one episode list (the live app's list with these filters); returns the pages written."""
     filters = q.EpisodeFilters.from_query(dict(zip(_LIST_KEYS, key)), res.paths)
-    first = q.episode_page(res, filters, source)
     rows = q.episode_rows(res, filters, limit=None).drop("total")
     total = rows.height
     count = max(1, -(-total // q.PAGE_SIZE))
     for n in range(1, count + 1):
-        data = replace(first, filters=replace(filters, page=n), rows=rows.slice((n - 1) * q.PAGE_SIZE, q.PAGE_SIZE), total=total)
+        data = replace(choices, filters=replace(filters, page=n), rows=rows.slice((n - 1) * q.PAGE_SIZE, q.PAGE_SIZE), total=total)
         site.write(f"lists/{number}/{n}.html", "Episodes", pages.episodes(data, form=False), "/episodes")
     return count
 
