@@ -10,7 +10,8 @@
 --   loop_from    the turn the detected repetition started at; loop_span numbers runs of consecutive repeats
 --   reply        1, 2, ... : the reply's place among the episode's replies
 --   invalid      the environment refused the action (turns.valid = false: it answered with an error)
---   obs_key      what the environment answered (turns.observation, else its messages of the same turn), normalised
+--   obs_key      a hash of what the environment answered (turns.observation, else its messages of the same
+--                turn) as it is (pages can be long: no normalising); NULL when it answered nothing
 --   new_observation  this answer was not seen before in the episode
 CREATE OR REPLACE VIEW reply_actions AS
 WITH env_text AS (
@@ -23,7 +24,7 @@ replies AS (
     SELECT
         t.run_id, t.episode_id, t.turn, t.seq, t.action, t.valid, t.error,
         lower(trim(regexp_replace(coalesce(t.action, CAST(t.tool_calls AS VARCHAR), t.content, ''), '\s+', ' ', 'g'))) AS action_key,
-        nullif(lower(trim(regexp_replace(coalesce(t.observation, x.text, ''), '\s+', ' ', 'g'))), '') AS obs_key
+        CASE WHEN coalesce(t.observation, x.text, '') <> '' THEN hash(coalesce(t.observation, x.text)) END AS obs_key
     FROM transcript_turns AS t
     LEFT JOIN env_text AS x USING (run_id, episode_id, turn)
     WHERE t.by_model
@@ -33,7 +34,7 @@ ordered AS (
     SELECT
         *,
         row_number() OVER w AS r,
-        row_number() OVER w - row_number() OVER (PARTITION BY run_id, episode_id, action_key ORDER BY turn) AS same_run,
+        row_number() OVER w - row_number() OVER (PARTITION BY run_id, episode_id, hash(action_key) ORDER BY turn) AS same_run,
         action_key = lag(action_key, 2) OVER w AS m2,
         action_key = lag(action_key, 3) OVER w AS m3,
         obs_key IS NOT NULL
@@ -44,7 +45,7 @@ ordered AS (
 runs AS (
     SELECT
         *,
-        row_number() OVER (PARTITION BY run_id, episode_id, action_key, same_run ORDER BY turn) AS in_a_row,
+        row_number() OVER (PARTITION BY run_id, episode_id, hash(action_key), same_run ORDER BY turn) AS in_a_row,
         coalesce(m2 AND lag(m2) OVER w, false) AS cycle2,
         coalesce(m3 AND lag(m3) OVER w AND lag(m3, 2) OVER w, false) AS cycle3
     FROM ordered
@@ -89,7 +90,10 @@ FROM flagged;
 --   none           none of these
 -- evidence says which turns (e.g. 'turns 3-10: "click[add to cart]" 8 times in a row').
 CREATE OR REPLACE VIEW episode_behaviour AS
-WITH per_episode AS (
+WITH a AS MATERIALIZED (
+    SELECT * FROM reply_actions
+),
+first_pass AS (
     SELECT
         run_id, episode_id,
         count(*) AS replies,
@@ -98,29 +102,22 @@ WITH per_episode AS (
         count(*) FILTER (WHERE invalid) AS invalid_actions,
         max(turn) FILTER (WHERE new_observation) AS last_new_observation_turn,
         arg_min(loop_from, turn) FILTER (WHERE loop_period IS NOT NULL) AS loop_from_turn,
-        min(turn) FILTER (WHERE loop_period IS NOT NULL) AS loop_seen_turn,
+        arg_min(loop_span, turn) FILTER (WHERE loop_period IS NOT NULL) AS first_loop_span,
         arg_min(loop_period, turn) FILTER (WHERE loop_period IS NOT NULL) AS loop_period
-    FROM reply_actions
+    FROM a
     GROUP BY run_id, episode_id
 ),
-loops AS (
-    -- how far the first repetition went (its run of consecutive repeating replies) and the actions it repeats
-    SELECT p.run_id, p.episode_id, max(a.turn) AS loop_to_turn,
-           (SELECT array_to_string(list_transform(list(c.action_key ORDER BY c.turn)[1:p.loop_period], lambda x: '"' || left(x, 60) || '"'), ', ')
-            FROM reply_actions AS c
-            WHERE c.run_id = p.run_id AND c.episode_id = p.episode_id AND c.turn >= p.loop_from_turn) AS loop_action
-    FROM per_episode AS p
-    JOIN reply_actions AS s ON s.run_id = p.run_id AND s.episode_id = p.episode_id AND s.turn = p.loop_seen_turn
-    JOIN reply_actions AS a ON a.run_id = p.run_id AND a.episode_id = p.episode_id
-    WHERE a.loop_period = p.loop_period AND a.loop_span = s.loop_span
-    GROUP BY p.run_id, p.episode_id, p.loop_from_turn, p.loop_period
-),
-recovery AS (
-    SELECT a.run_id, a.episode_id, min(a.turn) AS recovery_turn
-    FROM reply_actions AS a
-    JOIN per_episode AS p USING (run_id, episode_id)
-    WHERE a.turn > p.first_invalid_turn AND coalesce(a.valid, false)
-    GROUP BY a.run_id, a.episode_id
+per_episode AS (
+    -- the first repetition: how far it went (its run of consecutive repeating replies), the actions it repeats;
+    -- the first valid action after the first refused one
+    SELECT
+        p.*,
+        max(a.turn) FILTER (WHERE a.loop_period = p.loop_period AND a.loop_span = p.first_loop_span) AS loop_to_turn,
+        list(a.action_key ORDER BY a.turn) FILTER (WHERE a.turn >= p.loop_from_turn) AS actions_from_loop,
+        min(a.turn) FILTER (WHERE a.turn > p.first_invalid_turn AND coalesce(a.valid, false)) AS recovery_turn
+    FROM first_pass AS p
+    JOIN a USING (run_id, episode_id)
+    GROUP BY ALL
 ),
 solved_turns AS (
     SELECT env, median(n_turns) AS solved_median_turns
@@ -134,20 +131,19 @@ e AS (
         coalesce(p.replies, 0) AS replies,
         p.first_invalid_turn,
         coalesce(p.invalid_actions, 0) AS invalid_actions,
-        CASE WHEN p.first_invalid_turn IS NULL THEN NULL ELSE r.recovery_turn IS NOT NULL END AS recovered,
-        r.recovery_turn,
+        CASE WHEN p.first_invalid_turn IS NULL THEN NULL ELSE p.recovery_turn IS NOT NULL END AS recovered,
+        p.recovery_turn,
         p.last_new_observation_turn,
         p.last_turn - coalesce(p.last_new_observation_turn, 0) AS turns_after_last_new,
         p.loop_from_turn,
-        l.loop_to_turn,
+        p.loop_to_turn,
         p.loop_period,
-        l.loop_action,
+        array_to_string(list_transform(p.actions_from_loop[1:p.loop_period], lambda x: '"' || left(x, 60) || '"'), ', ')
+            AS loop_action,
         s.solved_median_turns,
         o.failure_class <> 'completed_success' AS failed
     FROM episode_outcomes AS o
     LEFT JOIN per_episode AS p USING (run_id, episode_id)
-    LEFT JOIN loops AS l USING (run_id, episode_id)
-    LEFT JOIN recovery AS r USING (run_id, episode_id)
     LEFT JOIN solved_turns AS s ON s.env = o.env
     WHERE NOT o.infra
 )
