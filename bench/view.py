@@ -7,7 +7,7 @@ open the file (load + first page) and each page's answer time (median and max of
 
     .venv/bin/python bench/view.py [--episodes 100000] [--turns 20] [--keep PATH]
 
-With --export DIR it writes the static site instead (``agentbench view FILE --export DIR``), printing the time and
+With --export DIR it writes the static site instead (or reuses the one in DIR when DIR/index.html exists) (``agentbench view FILE --export DIR``), printing the time and
 size, then opens its pages from file:// in headless Chromium (tests/view/view_browser.py) and prints how long the
 first page (the overview), the failure matrix, the first and last page of the list of all episodes and a
 transcript take to load (navigation start to the load event, as the browser measures it).
@@ -152,9 +152,12 @@ async def measure_export(path: Path, folder: Path, tries: int) -> None:
 
     from agentbench_async.view.export import export, size_text
 
-    done = export([path], folder)
-    print(f"export: {done.episodes:,} transcripts, {done.list_pages:,} pages of {done.lists:,} episode lists, "
-          f"{size_text(done.bytes)} in {done.seconds:.1f} s; first page {done.first_page_bytes / 1e3:.1f} kB")
+    if (folder / "index.html").exists():  # measure the pages of an export already written (or being written)
+        print(f"reusing the export in {folder}; first page {(folder / 'index.html').stat().st_size / 1e3:.1f} kB")
+    else:
+        done = export([path], folder)
+        print(f"export: {done.episodes:,} transcripts, {done.list_pages:,} pages of {done.lists:,} episode lists, "
+              f"{size_text(done.bytes)} in {done.seconds:.1f} s; first page {done.first_page_bytes / 1e3:.1f} kB")
     index = (folder / "index.html").read_text(encoding="utf-8")
     every = folder / index.split('">Episodes</a>', 1)[0].rsplit('href="', 1)[1]
     last = max(every.parent.glob("*.html"), key=lambda p: int(p.stem))
