@@ -385,7 +385,7 @@ def _cmd_view(args: argparse.Namespace) -> int:
     from .view.app import is_loopback
 
     if args.export is not None:
-        from .view.export import export, open_hint, size_text
+        from .view.export import export
 
         steps: set[int] = set()
 
@@ -396,8 +396,7 @@ def _cmd_view(args: argparse.Namespace) -> int:
                 _err.print(f"agentbench view: {written:,}/{total:,} transcripts written", markup=False)
 
         done = export(args.paths, args.export, pool=args.pool, progress=progress)
-        _err.print(f"agentbench view: exported {done.episodes:,} transcripts and {done.list_pages:,} pages of {done.lists:,} episode "
-                   f"lists to {done.folder} ({size_text(done.bytes)}, {done.seconds:.1f} s); open {open_hint(done.folder)}", markup=False)
+        _err.print(f"agentbench view: {done.text()}", markup=False, soft_wrap=True)  # the address stays one line to copy
         return 0
     if not is_loopback(args.host):
         _err.print(f"warning: listening on {args.host}: anyone who can reach it can read these results", markup=False)

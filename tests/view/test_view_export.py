@@ -30,7 +30,8 @@ def site(known_file: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     done = subprocess.run([sys.executable, "-m", "agentbench_async.cli", "view", str(known_file), "--export", str(folder)],
                           capture_output=True, text=True, timeout=300)  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert f"open {(folder / 'index.html').as_uri()}" in " ".join(done.stderr.split())
+    assert f"open {(folder / 'index.html').as_uri()}\n" in done.stderr  # on one line, to copy
+    assert re.search(r"exported \d+ transcripts and \d+ pages of \d+ episode lists to ", done.stderr)
     return folder
 
 

@@ -27,6 +27,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 from ..analytics.loading import Results, load
 from ..analytics.run_settings import episode_differences
+from ..wording import counted
 from . import pages
 from . import queries as q
 from .app import STATIC
@@ -54,6 +55,12 @@ class ExportSummary:
     bytes: int
     seconds: float
     first_page_bytes: int  # index.html
+
+    def text(self) -> str:
+        """What the command prints: what was written, its size and time, and the address to open."""
+        return (f"exported {counted(self.episodes, 'transcript')} and {counted(self.list_pages, 'page')} of "
+                f"{counted(self.lists, 'episode list')} to {self.folder} ({size_text(self.bytes)}, {self.seconds:.1f} s); "
+                f"open {open_hint(self.folder)}")
 
 
 class _Now(Source):
