@@ -29,7 +29,7 @@ def share_text(part: int, whole: int) -> str:
     return "–" if not whole else f"{part} of {whole} ({100 * part / whole:.0f}%)"
 
 
-def examples(row: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    """(kind, example) of a ``behaviour_summary`` row: its looping, stalled, recovered and unrecovered episodes
-    (each with episode_id, run_id, evidence)."""
-    return [(kind, example) for kind in EXAMPLE_KINDS for example in row.get(f"{kind}_examples") or []]
+def examples(row: dict[str, Any], per_kind: int = 3) -> list[tuple[str, dict[str, Any]]]:
+    """(kind, example) of a ``behaviour_summary`` row: up to ``per_kind`` each of its looping, stalled, recovered and
+    unrecovered episodes (each with episode_id, run_id, evidence), in that order."""
+    return [(kind, example) for kind in EXAMPLE_KINDS for example in (row.get(f"{kind}_examples") or [])[:per_kind]]

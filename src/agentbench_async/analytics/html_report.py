@@ -127,7 +127,7 @@ def _behaviour_section(report: Report) -> str:
         return ""
     rows = []
     for r in report.behaviour.iter_rows(named=True):
-        shown_examples = "; ".join(f"{kind}: {e['episode_id']} ({e['evidence']})" for kind, e in behaviour.examples(r)[:3])
+        shown_examples = "; ".join(f"{kind}: {e['episode_id']} ({e['evidence']})" for kind, e in behaviour.examples(r, per_kind=1))
         rows.append([shown(r), r["env"], behaviour.share_text(r["tle_looping"], r["tle_episodes"]),
                      behaviour.share_text(r["tle_stalled"], r["tle_episodes"]),
                      behaviour.share_text(r["recovered"], r["episodes_with_errors"]), shown_examples])

@@ -161,7 +161,7 @@ def _behaviour(frame: Any) -> Markup:
     rows = []
     for r in frame.iter_rows(named=True):
         shown_examples = [join([link(_episode_href(e["run_id"], e["episode_id"]), f"{kind}: {e['episode_id']}"), " — ", e["evidence"]])
-                          for kind, e in behaviour_mod.examples(r)[:4]]
+                          for kind, e in behaviour_mod.examples(r, per_kind=1)]
         rows.append([shown(r), r["env"], Markup(Markup("<br>").join(shown_examples)),
                      behaviour_mod.share_text(r["tle_looping"], r["tle_episodes"]), behaviour_mod.share_text(r["tle_stalled"], r["tle_episodes"]),
                      behaviour_mod.share_text(r["recovered"], r["episodes_with_errors"])])
