@@ -202,8 +202,9 @@ def _recv(sock, maxfds=8):
 
 
 class Warden:
-    def __init__(self, sock, config):
+    def __init__(self, sock, config, parent):
         self.sock = sock
+        self.parent = parent
         self.cfg = config
         self.program = bytes.fromhex(config["seccomp"])
         self.keep_caps = {CAP_NUMBERS[c] for c in config["caps"]}
@@ -218,7 +219,7 @@ class Warden:
     def build(self):
         cfg = self.cfg
         _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-        if os.getppid() != cfg["engine_pid"]:
+        if os.getppid() != self.parent:  # the parent (the zygote) died before PDEATHSIG was set
             os._exit(1)
         for path in cfg["cgroup_procs"]:
             with open(path, "w") as f:
@@ -696,12 +697,12 @@ def _read_until(fd, done, timeout):
     return data
 
 
-def main():
-    sock = _socket.socket(fileno=int(sys.argv[1]))
+def run_warden(sock, parent):
+    """One episode's warden on ``sock`` (a child of ``parent``): build the sandbox, then serve."""
     os.set_inheritable(sock.fileno(), False)  # never into bubblewrap or the sandbox
     try:
         config, _ = _recv(sock)
-        warden = Warden(sock, config)
+        warden = Warden(sock, config, parent)
         warden.build()
     except BaseException as exc:  # noqa: BLE001 - the engine turns this into its own error
         try:
@@ -711,6 +712,56 @@ def main():
         return 1
     warden.serve()
     return 0
+
+
+def _reap_children(*_):
+    while True:
+        try:
+            pid, _status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def zygote(sock):
+    """Forks a warden per request (a SOCK_SEQPACKET end and a stderr fd arrive with it): Python's start-up and
+    imports happen once per engine, not once per episode. Exits with the engine (PDEATHSIG) or its socket."""
+    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    os.set_inheritable(sock.fileno(), False)
+    me = os.getpid()
+    signal.signal(signal.SIGCHLD, _reap_children)
+    while True:
+        try:
+            _msg, fds = _recv(sock)
+        except (EOFError, ConnectionError):
+            return 0
+        if len(fds) != 2:
+            for fd in fds:
+                os.close(fd)
+            _send(sock, {"forked": 0})
+            continue
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the warden waits for its own children
+                sock.close()
+                os.setsid()  # its own group: the engine kills it without touching the zygote
+                os.dup2(fds[1], 2)
+                os.close(fds[1])
+                code = run_warden(_socket.socket(fileno=fds[0]), me)
+            finally:
+                os._exit(code)
+        for fd in fds:
+            os.close(fd)
+        _send(sock, {"forked": pid})
+
+
+def main():
+    if sys.argv[1] == "--zygote":
+        return zygote(_socket.socket(fileno=int(sys.argv[2])))
+    return run_warden(_socket.socket(fileno=int(sys.argv[1])), os.getppid())
 
 
 if __name__ == "__main__":

@@ -1,22 +1,25 @@
-"""The engine's side of an episode's warden (:mod:`._warden`): its process, started ahead, and the socket
-the two talk over (dicts as ``marshal`` packets, file descriptors alongside, on the event loop)."""
+"""The engine's side of an episode's warden (:mod:`._warden`): the zygote that forks wardens (one Python
+start-up per engine, not per episode), wardens forked ahead of need, and the socket the engine and a warden
+talk over (dicts as ``marshal`` packets, file descriptors alongside, on the event loop)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import functools
 import marshal
 import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import weakref
 from pathlib import Path
 from typing import Any
 
 from ...errors import EnvError
-from .process import Child, spawn
+from .process import off_loop
 
 WARDEN = Path(__file__).with_name("_warden.py")
 WARDEN_PATH_ENV = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -114,34 +117,115 @@ class _Ahead:
     reference to the loop: when the loop is gone so is this, their sockets close and they exit."""
 
     def __init__(self) -> None:
-        self.ready: list[tuple[Child, socket.socket, Any]] = []
+        self.ready: list[tuple[RemoteProcess, socket.socket, Any]] = []
         self.pending = 0
 
 
 _ahead: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Ahead] = weakref.WeakKeyDictionary()
-_starting: set[asyncio.Task[tuple[Child, socket.socket, Any]]] = set()
+_starting: set[asyncio.Task[tuple[RemoteProcess, socket.socket, Any]]] = set()
 
 
-async def _spawn_warden() -> tuple[Child, socket.socket, Any]:
-    """A warden process, started and waiting for its sandbox's config (Python's start-up done)."""
+class RemoteProcess:
+    """A process that is not our child (a warden forked by the zygote): its pid, and its end through a pidfd."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self._done = False
+
+    @property
+    def returncode(self) -> int | None:
+        return -9 if self._done else None
+
+    async def wait(self) -> int:
+        """-9 once the process has ended (its exit status is its parent's to read)."""
+        if self._done:
+            return -9
+        try:
+            fd = os.pidfd_open(self.pid)
+        except ProcessLookupError:
+            self._done = True
+            return -9
+        loop = asyncio.get_running_loop()
+        ended: asyncio.Future[None] = loop.create_future()
+        loop.add_reader(fd, lambda: ended.done() or ended.set_result(None))
+        try:
+            await ended
+        finally:
+            loop.remove_reader(fd)
+            os.close(fd)
+        self._done = True
+        return -9
+
+
+class _Zygote:
+    """One Python process per engine that forks a warden per sandbox (see ``_warden.zygote``)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._sock: socket.socket | None = None
+
+    def _start(self) -> None:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            self._proc = subprocess.Popen(
+                [sys.executable, "-I", "-S", str(WARDEN), "--zygote", str(theirs.fileno())],
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, pass_fds=(theirs.fileno(),),
+                env={"PATH": WARDEN_PATH_ENV, "LC_ALL": "C.UTF-8"}, start_new_session=True,
+            )  # fmt: skip
+        finally:
+            theirs.close()
+        self._sock = ours
+
+    def fork(self, warden_fd: int, stderr_fd: int) -> int:
+        """A new warden's host pid (blocking: called off the event loop)."""
+        with self._lock:
+            for attempt in (1, 2):
+                if self._proc is None or self._proc.poll() is not None:
+                    self._start()
+                assert self._sock is not None
+                try:
+                    socket.send_fds(self._sock, [marshal.dumps({"op": "fork"})], [warden_fd, stderr_fd])
+                    data = self._sock.recv(4096)
+                    pid = int(marshal.loads(data)["forked"]) if data else 0
+                except (OSError, ValueError, EOFError, KeyError):
+                    pid = 0
+                if pid > 0:
+                    return pid
+                self._stop()
+            raise EnvError("os: the warden zygote does not answer")
+
+    def _stop(self) -> None:
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+        if self._proc is not None:
+            with contextlib.suppress(ProcessLookupError):
+                self._proc.kill()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._proc.wait(timeout=5)
+            self._proc = None
+
+
+_zygote = _Zygote()
+
+
+async def _spawn_warden() -> tuple[RemoteProcess, socket.socket, Any]:
+    """A warden forked by the zygote, waiting for its sandbox's config."""
     stderr = tempfile.TemporaryFile()
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     try:
-        child = await spawn(
-            [sys.executable, "-I", "-S", str(WARDEN), str(theirs.fileno())],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr,
-            pass_fds=(theirs.fileno(),), env={"PATH": WARDEN_PATH_ENV, "LC_ALL": "C.UTF-8"},
-        )  # fmt: skip
+        pid = await off_loop(_zygote.fork, theirs.fileno(), stderr.fileno())
     except BaseException:
         ours.close()
         stderr.close()
         raise
     finally:
         theirs.close()
-    return child, ours, stderr
+    return RemoteProcess(pid), ours, stderr
 
 
-async def take_warden() -> tuple[Child, socket.socket, Any]:
+async def take_warden() -> tuple[RemoteProcess, socket.socket, Any]:
     """A warden started ahead on this event loop (more are started to replace it), else a new one."""
     loop = asyncio.get_running_loop()
     ahead = _ahead.setdefault(loop, _Ahead())
@@ -158,7 +242,7 @@ def _refill(loop: asyncio.AbstractEventLoop, ahead: _Ahead) -> None:
         task.add_done_callback(functools.partial(_arrived, ahead))
 
 
-def _arrived(ahead: _Ahead, task: asyncio.Task[tuple[Child, socket.socket, Any]]) -> None:
+def _arrived(ahead: _Ahead, task: asyncio.Task[tuple[RemoteProcess, socket.socket, Any]]) -> None:
     _starting.discard(task)
     ahead.pending -= 1
     if not task.cancelled() and task.exception() is None:

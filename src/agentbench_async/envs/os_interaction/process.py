@@ -17,7 +17,7 @@ import signal
 import subprocess
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 T = TypeVar("T")
 
@@ -90,8 +90,16 @@ async def off_loop(fn: Callable[..., T], *args: Any) -> T:
     return await asyncio.get_running_loop().run_in_executor(_POOL, functools.partial(fn, *args))
 
 
-async def kill_process_group(proc: Child, *, timeout: float) -> None:
-    """SIGKILL a child and everything in its session's process group, then reap it."""
+class Process(Protocol):
+    """A host process: a child we started (:class:`Child`) or one the warden zygote forked."""
+
+    pid: int
+
+    async def wait(self) -> int: ...
+
+
+async def kill_process_group(proc: Process, *, timeout: float) -> None:
+    """SIGKILL a process and everything in its session's process group, then wait for it."""
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
     with contextlib.suppress(Exception):

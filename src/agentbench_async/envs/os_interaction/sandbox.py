@@ -34,10 +34,10 @@ from typing import Any
 from ...errors import EnvError, EnvUnavailableError
 from .cgroups import Cgroups as _Cgroups
 from .cgroups import counter, read_pids
-from .control import WardenChannel, take_warden
+from .control import RemoteProcess, WardenChannel, take_warden
 from .idmap import ID_COUNT, ROOT_ID_BASE, IdMap, host_idmap
 from .limits import Limits
-from .process import Child, kill_process_group, off_loop
+from .process import kill_process_group, off_loop
 from .seccomp import filter_program
 
 __all__ = ["CAPS", "ROOT_ID_BASE", "IdMap", "Limits", "Sandbox", "SandboxProcess", "check_available", "host_idmap"]
@@ -183,7 +183,7 @@ class Sandbox:
         self.idmap = idmap or host_idmap()
         self.name = f"{_STATE_PREFIX}{_RUN_TAG}-{uuid.uuid4().hex[:12]}"
         self._state_dir: str | None = None
-        self._warden: Child | None = None
+        self._warden: RemoteProcess | None = None
         self._channel: WardenChannel | None = None
         self._stderr: Any = None  # the warden's own stderr (a host process; never handed to the sandbox)
         self._cgroups: _Cgroups | None = None
@@ -205,7 +205,7 @@ class Sandbox:
         self._channel = channel = WardenChannel(ours)
         try:
             config = {
-                "engine_pid": os.getpid(), "lower": str(self.root), "state_dir": self._state_dir,
+                "lower": str(self.root), "state_dir": self._state_dir,
                 "disk_mb": self.limits.disk_mb, "shm_mb": self.limits.shm_mb,
                 "cgroup_procs": self._cgroups.procs_files, "seccomp": filter_program().hex(),
                 "caps": list(CAPS), "hostname": HOSTNAME, "path": SANDBOX_PATH, "bwrap": _host_tool("bwrap"),
