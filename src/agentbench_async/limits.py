@@ -5,8 +5,9 @@ model-wide pause after a 429.
   limits: vLLM, TGI, llama.cpp): doubled each round trip until the first cut, then +1 per round trip while
   latency stays flat; x0.9 at a latency knee (a reply slower than ``KNEE`` times the fastest of the last
   30-60 s: the server queues); x0.5 on 429/503/529 or a timeout; at most one cut per round trip (only replies to requests sent after the last cut count).
-- Requests/min: a sliding window of send times (never more than ``rpm`` requests in any window) plus even
-  pacing (one every period/rpm seconds). Only one waiter paces at a time (a lock in front), so thousands of
+- Requests/min: ``asyncio_throttle.Throttler`` (a sliding window of send times: never more than ``rpm``
+  requests in any window; its limit follows what the server reports) plus even pacing (one every
+  period/rpm seconds). Only one waiter paces at a time (a lock in front), so thousands of
   waiting episodes cost nothing.
 - Tokens/min: a sliding-window token budget, charged with an estimate before the call and corrected
   with the usage the server reports.
@@ -16,7 +17,9 @@ model-wide pause after a 429.
 - 429: ``pause(seconds)`` stops every new request of this model until the pause ends (``Retry-After`` when
   the server sends one), so the whole model slows down, not only the request that was refused.
 
-Time is the event loop's clock (``loop.time()``), so a test loop with virtual time drives all of it.
+Time is the event loop's clock (``loop.time()``, which is ``time.monotonic()`` on the standard and uvloop
+loops, the Throttler's clock), so a test loop with virtual time drives all of it (the tests give the
+Throttler the loop's clock too).
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ import time
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
+
+from asyncio_throttle import Throttler
 
 from .rate_headers import read_limits
 
@@ -89,23 +94,6 @@ class _TokenWindow:
         if charge in self._charges:
             self._used += actual - charge.tokens
         charge.tokens = actual
-
-
-class _RequestWindow:
-    """At most ``limit`` sends in any ``window_s`` seconds."""
-
-    def __init__(self, limit: int, window_s: float) -> None:
-        self.limit = limit
-        self.window_s = window_s
-        self._sends: deque[float] = deque()
-
-    def wait_s(self, now: float) -> float:
-        while self._sends and now - self._sends[0] >= self.window_s:
-            self._sends.popleft()
-        return 0.0 if len(self._sends) < self.limit else self._sends[0] + self.window_s - now
-
-    def record(self, now: float) -> None:
-        self._sends.append(now)
 
 
 class _Gate:
@@ -208,7 +196,7 @@ class ModelLimits:
         self._period = window_s + max(0.1, 0.02 * window_s)
         self._learn_rpm = not isinstance(rpm, int)
         self._learn_tpm = not isinstance(tpm, int)
-        self._requests: _RequestWindow | None = None
+        self._requests: Throttler | None = None  # asyncio-throttle: never more than rpm sends in any window
         # Requests are also paced evenly (one every period/rpm seconds): a burst of `rpm` requests at once
         # would reach the server spread out by the client's own send queue and overrun its window.
         self._spacing = 0.0
@@ -227,7 +215,7 @@ class ModelLimits:
     # -- what the limiter paces to now (stored on every model_calls row) --------------------
     @property
     def rpm(self) -> int | None:
-        return self._requests.limit if self._requests else None
+        return self._requests.rate_limit if self._requests else None
 
     @property
     def tpm(self) -> int | None:
@@ -244,8 +232,8 @@ class ModelLimits:
 
     def _set_rpm(self, rpm: int) -> None:
         if self._requests is None:
-            self._requests = _RequestWindow(rpm, self._period)
-        self._requests.limit = rpm
+            self._requests = Throttler(rate_limit=rpm, period=self._period, retry_interval=0.005)
+        self._requests.rate_limit = rpm
         self._spacing = self._period / rpm
 
     # -- what the server said ------------------------------------------------------------------
@@ -291,14 +279,12 @@ class ModelLimits:
     async def _pace(self) -> None:
         async with self._throttle_lock:
             start = now = _clock()
-            while True:
-                wait = max(self._next_send - now, self._server_free_at - now, self._requests.wait_s(now) if self._requests else 0.0)
-                if wait <= 0:
-                    break
+            while (wait := max(self._next_send - now, self._server_free_at - now)) > 0:
                 await asyncio.sleep(wait)
                 now = _clock()
             if self._requests is not None:
-                self._requests.record(now)
+                await self._requests.acquire()  # waits while the last window already holds rpm sends
+                now = _clock()
                 # schedule from the planned time, not from when the sleep returned: no drift
                 self._next_send = (self._next_send if self._next_send > start else now) + self._spacing
 

@@ -12,11 +12,13 @@ import asyncio
 import json
 import random
 import selectors
+import time
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import duckdb
+import asyncio_throttle.throttler
 import pytest
 from engine_support import echo_config, query, run, start_mock
 from multidict import CIMultiDict
@@ -137,6 +139,22 @@ class _NoWaitSelector(selectors.BaseSelector):
 
     def get_map(self):  # type: ignore[no-untyped-def]
         return self._map
+
+
+@pytest.fixture(autouse=True)
+def _throttler_on_the_loop_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    """asyncio-throttle reads time.monotonic(), which is the loop's clock on real loops; on the virtual one
+    below it must read the loop's time too."""
+
+    class _Clock:
+        @staticmethod
+        def monotonic() -> float:
+            try:
+                return asyncio.get_running_loop().time()
+            except RuntimeError:
+                return time.monotonic()
+
+    monkeypatch.setattr(asyncio_throttle.throttler, "time", _Clock)
 
 
 class VirtualTimeLoop(asyncio.SelectorEventLoop):
