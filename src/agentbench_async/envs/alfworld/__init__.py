@@ -11,7 +11,9 @@ Options (``Environment(options=...)``, from ``--alfworld-data`` / ``--env-option
   needed with ``--data-dir``, whose split files name them (default: ``$ALFWORLD_DATA``);
 - ``official_variant``: ``v0.2`` (default) or ``fc``: with ``--data-dir`` the test split is AgentBench FC's
   ``new_std`` (109 games; run it in tools mode for FC's setting);
-- ``workers``: game-engine processes (default: the number of CPUs, at most 4);
+- ``workers``: game-engine processes (default: the cores this process may use, at most 8);
+- ``cache``: keep loaded games' parsed logic and planner translation in ``~/.cache/agentbench-async/alfworld`` for
+  later loads of the same game (default true; false: each worker keeps them in memory only);
 - ``capacity``: episodes at once (default 128; a live game costs ~4 MB in a worker, bench/env_alfworld.py).
 """
 
@@ -30,13 +32,14 @@ from ..base import Environment, EpisodeContext, Session, Task
 from ..options import Option
 from ..taskfiles import missing_file
 from ..upstream_prompts import FC, V02, upstream_path, wording_deviations
-from .engine import GamePool
+from .engine import GamePool, kept_folder
 from .prompts import UPSTREAM_TASK, Prompts, load_prompts
 from .session import MAX_STEPS, ALFWorldSession
 from .tasks import (OFFICIAL_PROMPTS, VARIANTS, alfworld_data_root, builtin_root, check_game_folders, load_examples, load_tasks,
                     official_folder, require_official_root, split_path)
 
 _DEFAULT_CAPACITY = 128
+_MAX_WORKERS = 8  # a worker holds ~70 MB before its games
 INSTALL_HINT = "pip install 'agentbench-async[alfworld]' (the alfworld and textworld packages)"
 
 
@@ -51,13 +54,14 @@ class ALFWorldEnvironment(Environment):
     option_specs: ClassVar[dict[str, Option]] = {
         "alfworld_data": Option("text", "ALFWorld's data folder"),
         "workers": Option("int", "game-engine processes"),
+        "cache": Option("bool", "keep loaded games' logic and planner translation for later loads"),
         "capacity": Option("int", "episodes at once"),
         "official_variant": Option("choice", "v0.2's test split, or AgentBench FC's new_std", choices=VARIANTS),
     }
 
     def __init__(self, *, data_dir: Path | None = None, options: dict[str, Any] | None = None) -> None:
         super().__init__(data_dir=data_dir, options=options)
-        self._workers: int = self.option("workers", min(4, os.cpu_count() or 1))
+        self._workers: int = self.option("workers", min(_MAX_WORKERS, len(os.sched_getaffinity(0)) or 1))
         self._capacity: int = self.option("capacity", _DEFAULT_CAPACITY)
         self._variant: str = self.option("official_variant", "v0.2")
         self._pool: GamePool | None = None
@@ -120,7 +124,7 @@ class ALFWorldEnvironment(Environment):
                 check_game_folders(self.data_dir, require_official_root(self.options), self._variant)
             self._examples = load_examples(self.data_dir)
             self._prompts = load_prompts(self.data_dir)
-            pool = GamePool(self._workers)
+            pool = GamePool(self._workers, kept_folder() if self.option("cache", True) else None)
             await pool.start()
             self._pool = pool
 

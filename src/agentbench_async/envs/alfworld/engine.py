@@ -16,11 +16,14 @@ import collections
 import contextlib
 import itertools
 import json
+import os
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ...errors import EnvError, EnvUnavailableError
+from .worker import KEPT_FOLDER_VARIABLE
 
 _START_TIMEOUT = 120.0  # importing textworld on a loaded 2-core machine
 _CALL_TIMEOUT = 300.0  # one load or step; a healthy one takes well under a second
@@ -38,9 +41,15 @@ class GameState:
     done: bool = False
 
 
+def kept_folder() -> Path:
+    """Where the workers keep loaded games' work for later loads (``worker._Kept``): the user's cache folder."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "agentbench-async" / "alfworld"
+
+
 class _Worker:
-    def __init__(self, index: int) -> None:
+    def __init__(self, index: int, kept: Path | None = None) -> None:
         self.index = index
+        self._kept = kept
         self.proc: asyncio.subprocess.Process | None = None
         self.live = 0
         self.dead: str | None = None  # why it stopped, once it has
@@ -51,10 +60,13 @@ class _Worker:
         self._write_lock = asyncio.Lock()
 
     async def start(self) -> None:
+        environ = {k: v for k, v in os.environ.items() if k != KEPT_FOLDER_VARIABLE}
+        if self._kept is not None:
+            environ[KEPT_FOLDER_VARIABLE] = str(self._kept)
         self.proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "agentbench_async.envs.alfworld.worker",
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-            limit=_LINE_LIMIT,
+            limit=_LINE_LIMIT, env=environ,
         )  # fmt: skip
         ready: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._pending[0] = ready
@@ -170,10 +182,12 @@ class Game:
 
 
 class GamePool:
-    """Worker processes hosting games; ``open`` loads and resets one game."""
+    """Worker processes hosting games; ``open`` loads and resets one game. ``kept``: the folder where the workers keep
+    loaded games' work for later loads (None: each worker keeps it in memory only)."""
 
-    def __init__(self, workers: int) -> None:
+    def __init__(self, workers: int, kept: Path | None = None) -> None:
         self._size = workers
+        self._kept = kept
         self._workers: list[_Worker] = []
         self._ids = itertools.count(1)
         self._lock = asyncio.Lock()
@@ -187,7 +201,7 @@ class GamePool:
         async with self._lock:
             self._workers = [w for w in self._workers if w.dead is None]
             missing = self._size - len(self._workers)
-            fresh = [_Worker(self._spawned + i) for i in range(missing)]
+            fresh = [_Worker(self._spawned + i, self._kept) for i in range(missing)]
             self._spawned += missing
             results = await asyncio.gather(*(w.start() for w in fresh), return_exceptions=True)
             errors = [r for r in results if isinstance(r, BaseException)]

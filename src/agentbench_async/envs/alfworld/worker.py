@@ -38,22 +38,102 @@ Speed (same texts, same commands, checked by the tests against a plain TextWorld
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import copy
 import ctypes
 import ctypes.util
 import functools
+import hashlib
 import json
 import os
+import pickle
 import sys
+import zlib
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+KEPT_FOLDER_VARIABLE = "AGENTBENCH_ALFWORLD_KEPT"  # the folder of kept game work the parent gives (unset: none)
 _TRIM_EVERY = 32  # closes between two malloc_trim calls while games are live
+_QUERY_RULE = "conjunctiveQuery"  # the logic parser's rule for the conditions of grammar rules
 _PARSES_KEPT = 8192  # distinct template strings; ALFWorld's grammar has ~700 rules, a game adds a few
+_KEPT_GAMES = 128  # loaded games' logic and translations kept in a worker's memory (~30 KB each, compressed)
+_KEPT_FORMAT = "1"  # what a kept file holds; another value makes every key new
 
 
-def _translate_once() -> None:
-    """Let fast-downward's optimised translation (replanning only) reuse the plain one just made for the
-    same domain and problem (TextWorld's planner state asks for both, one after the other)."""
+class _Kept:
+    """Loaded games' work kept for the next load of the same game (another episode, repeat or model of the run, or a
+    later run): the parsed game logic and the planner's translation of its problem, each the pure function of texts
+    the game file holds. Kept pickled and compressed — in this process (the last ``_KEPT_GAMES``) and in ``folder``
+    (shared by the workers and by later runs; None: this process only); every use unpickles its own copy, so no
+    two games share an object. The key covers the texts and the versions of the packages that made the value."""
+
+    def __init__(self, folder: Path | None) -> None:
+        from importlib.metadata import PackageNotFoundError, version
+
+        stamp = [_KEPT_FORMAT, sys.version]
+        for package in ("textworld", "fast-downward-textworld"):
+            try:
+                stamp.append(f"{package}={version(package)}")
+            except PackageNotFoundError:
+                stamp.append(f"{package}=?")
+        self._stamp = "\0".join(stamp)
+        self._memory: collections.OrderedDict[str, bytes] = collections.OrderedDict()
+        self._folder = folder
+        self.hits = self.misses = 0
+
+    def get(self, kind: str, texts: tuple[str, ...], make: Callable[[], Any]) -> Any:
+        key = hashlib.sha256("\0".join((self._stamp, kind, *texts)).encode("utf-8")).hexdigest()
+        blob = self._memory.get(key) or self._read(key)
+        if blob is not None:
+            try:
+                value = pickle.loads(zlib.decompress(blob))
+            except Exception:  # noqa: BLE001 - a damaged file: made again below
+                value = blob = None
+            else:
+                self.hits += 1
+                self._remember(key, blob)
+                return value
+        self.misses += 1
+        value = make()
+        blob = zlib.compress(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL), 1)
+        self._remember(key, blob)
+        self._write(key, blob)
+        return value
+
+    def _remember(self, key: str, blob: bytes) -> None:
+        self._memory[key] = blob
+        self._memory.move_to_end(key)
+        while len(self._memory) > _KEPT_GAMES:
+            self._memory.popitem(last=False)
+
+    def _read(self, key: str) -> bytes | None:
+        if self._folder is None:
+            return None
+        try:
+            return (self._folder / key).read_bytes()
+        except OSError:
+            return None
+
+    def _write(self, key: str, blob: bytes) -> None:
+        if self._folder is None:
+            return
+        part = self._folder / f".{key}.{os.getpid()}"
+        try:
+            self._folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+            part.write_bytes(blob)
+            os.replace(part, self._folder / key)
+        except OSError:
+            self._folder = None  # not writable: this process keeps what it made in memory only
+            with contextlib.suppress(OSError):
+                part.unlink()
+
+
+def _keep_translations(kept: _Kept) -> None:
+    """fast-downward's translation of a game's problem is kept (``_Kept``), and the optimised translation (replanning
+    only) reuses the plain one just made for the same domain and problem (TextWorld's planner state asks for both, one
+    after the other)."""
     import fast_downward
 
     translate = fast_downward.pddl2sas
@@ -64,10 +144,15 @@ def _translate_once() -> None:
     def once(domain: str, problem: str, verbose: bool = False, optimize: bool = False) -> Any:
         if optimize and (domain, problem) in last:
             return last.pop((domain, problem))
-        result = translate(domain, problem, verbose=verbose, optimize=optimize)
+        if optimize or verbose:
+            return translate(domain, problem, verbose=verbose, optimize=optimize)
+        argv = sys.argv  # the translator sets sys.argv for its option parser
+        try:
+            result = kept.get("sas", (domain, problem), lambda: translate(domain, problem))
+        finally:
+            sys.argv = argv
         last.clear()
-        if not optimize:
-            last[(domain, problem)] = result
+        last[(domain, problem)] = result
         return result
 
     once.once = True  # type: ignore[attr-defined]
@@ -75,7 +160,8 @@ def _translate_once() -> None:
 
 
 def _memoise_template_parses() -> None:
-    """Make TextWorld's grammar-template parser remember its results (a deep copy per use)."""
+    """Make TextWorld's grammar-template parser remember its results (a copy per use: the derivation writes its
+    context into the symbols)."""
     from textworld.envs.pddl import textgen
 
     parse = textgen._parse_and_convert
@@ -84,16 +170,130 @@ def _memoise_template_parses() -> None:
     remembered = functools.lru_cache(maxsize=_PARSES_KEPT)(lambda text, rule_name, trace: parse(text, rule_name=rule_name, trace=trace))
 
     def memoised(text: str, rule_name: str = "symbols", trace: bool = False) -> Any:
-        return copy.deepcopy(remembered(text, rule_name, bool(trace)))
+        return _copy_symbols(remembered(text, rule_name, bool(trace)))
 
     memoised.memoised = True  # type: ignore[attr-defined]
     textgen._parse_and_convert = memoised
 
 
+def _memoise_rule_parses() -> None:
+    """Make TextWorld's logic parser remember its parses of the conditions of grammar rules
+    (``Rule.parse_conjunctive_query``, asked at every derivation): a list of predicates, a new list per use (the
+    predicates and their placeholders are values TextWorld never changes: it hashes them into sets)."""
+    from textworld import logic
+
+    parse = logic._parse_and_convert
+    if getattr(parse, "memoised", False):
+        return
+
+    @functools.lru_cache(maxsize=_PARSES_KEPT)
+    def remembered(text: str) -> tuple[Any, ...]:
+        return tuple(parse(text, rule_name=_QUERY_RULE))
+
+    def memoised(*args: Any, **kwargs: Any) -> Any:
+        if len(args) == 1 and kwargs == {"rule_name": _QUERY_RULE} and isinstance(args[0], str):
+            return list(remembered(args[0]))
+        return parse(*args, **kwargs)
+
+    memoised.memoised = True  # type: ignore[attr-defined]
+    logic._parse_and_convert = memoised
+
+
+def _copy_symbols(symbols: list[Any]) -> list[Any]:
+    """What ``copy.deepcopy`` makes of a list of TextWorld grammar symbols whose contexts are empty (a grammar rule's
+    right-hand side, a parsed template), without walking them generically: a new object per symbol (nested
+    symbols too) with a new empty context."""
+    return [_copy_symbol(symbol) for symbol in symbols]
+
+
+def _copy_symbol(symbol: Any) -> Any:
+    from textworld.envs.pddl.textgen import Symbol
+
+    if symbol.context:  # a symbol carrying a derivation's context: the generic deep copy, as TextWorld does
+        return copy.deepcopy(symbol)
+    kind = type(symbol)
+    twin = kind.__new__(kind)
+    twin.__dict__.update(symbol.__dict__)
+    twin.context = {}
+    for name in ("symbol", "expression"):  # ListSymbol.symbol, ConditionalSymbol.expression
+        inner = symbol.__dict__.get(name)
+        if isinstance(inner, Symbol):
+            setattr(twin, name, _copy_symbol(inner))
+    return twin
+
+
+def _light_derivations() -> None:
+    """TextWorld's text derivation deep-copies the variables and mapping of a context at every symbol (a third of a
+    game's time): their values (entity infos, placeholders, variables) are only read (``{o.name}``), so a new dict
+    holding the same values derives the same text; rule right-hand sides and templates are copied with
+    ``_copy_symbols`` instead of the generic deep copy."""
+    from textworld.envs.pddl import textgen
+
+    if getattr(textgen.copy_context, "light", False):
+        return
+
+    def copy_context(context: dict[str, Any]) -> dict[str, Any]:
+        return {"state": context["state"], "facts": context["facts"], "variables": dict(context["variables"]),
+                "mapping": dict(context["mapping"]), "entity_infos": context["entity_infos"]}  # fmt: skip
+
+    def symbol_copy(self: Any, context: dict[str, Any]) -> Any:
+        twin = _copy_symbol(self)
+        twin.context = copy_context(context)
+        return twin
+
+    def replace(self: Any, start: Any) -> list[Any]:
+        rules = self._rules.get(str(start))
+        if not rules:
+            raise textgen.CSGUnknownSymbolError(start)
+
+        def applicable(rule: Any) -> bool:
+            if not rule.condition:
+                return True
+            query = textgen.Rule.parse_conjunctive_query(rule.condition)
+            return len(list(start.context["state"].all_assignments(query, start.context["mapping"]))) > 0
+
+        chosen = next((rule for rule in rules if applicable(rule)), None)
+        if chosen is None:
+            raise IndexError("list index out of range")  # what TextWorld's rules[0] raises when none applies
+        symbols = _copy_symbols(chosen.rhs)
+        for symbol in symbols:
+            symbol.context = copy_context(start.context)
+        return symbols
+
+    copy_context.light = True  # type: ignore[attr-defined]
+    textgen.copy_context = copy_context
+    textgen.Symbol.copy = symbol_copy
+    textgen.ContextSensitiveGrammar.replace = replace
+    # its debug flags, read from the environment at every symbol: this process's environment never changes
+    textgen.check_flag = functools.lru_cache(maxsize=None)(textgen.check_flag)
+
+
+def _sorted_facts() -> None:
+    """TextWorld sorts a state's facts of a signature (Python comparisons) at every step of every condition it checks;
+    the state hands them out already sorted, kept while that set of facts is unchanged, so the sort is one pass."""
+    from textworld.logic import State
+
+    if getattr(State.facts_with_signature, "sorted", False):
+        return
+
+    def facts_with_signature(self: Any, sig: Any) -> Any:
+        facts = self._facts.get(sig, frozenset())
+        kept = self.__dict__.setdefault("_sorted_facts", {})
+        hit = kept.get(sig)
+        if hit is not None and hit[0] == facts:
+            return hit[1]
+        ordered = tuple(sorted(facts))
+        kept[sig] = (frozenset(facts), ordered)
+        return ordered
+
+    facts_with_signature.sorted = True  # type: ignore[attr-defined]
+    State.facts_with_signature = facts_with_signature
+
+
 class _Host:
     """The live games of this process."""
 
-    def __init__(self) -> None:
+    def __init__(self, kept: _Kept) -> None:
         import fast_downward
         import textworld
         from alfworld.agents.environment.alfred_tw_env import AlfredDemangler, AlfredInfos
@@ -102,9 +302,18 @@ class _Host:
         from textworld.envs.pddl import logic as pddl_logic
 
         _memoise_template_parses()
-        _translate_once()
+        _memoise_rule_parses()
+        _light_derivations()
+        _sorted_facts()
+        _keep_translations(kept)
+        self.kept = kept
         host = self
         build_state = pddl_logic.PddlState
+        build_logic = pddl_logic.GameLogic
+
+        def kept_logic(domain: str, grammar: str) -> Any:
+            pddl_logic.GameLogic = build_logic  # the class itself again before its object is made and pickled
+            return kept.get("logic", (domain, grammar), lambda: build_logic(domain=domain, grammar=grammar))
 
         class _PooledPddlEnv(PddlEnv):  # type: ignore[misc]
             """TextWorld's PDDL environment taking its fast-downward library from the free list, and whose
@@ -117,7 +326,11 @@ class _Host:
                 self._loaded_state: Any = None
 
             def load(self, filename_or_data: Any) -> None:
-                super().load(filename_or_data)
+                pddl_logic.GameLogic = kept_logic  # TextWorld's load builds the game's logic by this name
+                try:
+                    super().load(filename_or_data)
+                finally:
+                    pddl_logic.GameLogic = build_logic
                 self._loaded_state = self._pddl_state
 
             def reset(self) -> Any:
@@ -189,7 +402,9 @@ class _Host:
     def stats(self) -> dict[str, Any]:
         with open("/proc/self/statm", encoding="ascii") as handle:
             rss = int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-        return {"rss_bytes": rss, "live": len(self.games), "libraries": self.libraries, "opened": self.opened}
+        times = os.times()
+        return {"rss_bytes": rss, "live": len(self.games), "libraries": self.libraries, "opened": self.opened,
+                "kept_hits": self.kept.hits, "kept_misses": self.kept.misses, "cpu_seconds": times.user + times.system}
 
 
 def _malloc_trim() -> Any:
@@ -213,8 +428,9 @@ def main() -> None:
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # the engine's own prints must not mix with the answers
     sys.stdout = sys.stderr
+    folder = os.environ.get(KEPT_FOLDER_VARIABLE)
     try:
-        host = _Host()
+        host = _Host(_Kept(Path(folder) if folder else None))
     except Exception as exc:  # noqa: BLE001 - reported to the parent, which raises EnvUnavailableError
         _answer(out, {"id": 0, "ok": False, "error": f"{type(exc).__name__}: {exc}"})
         return
