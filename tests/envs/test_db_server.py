@@ -25,6 +25,7 @@ import pytest_asyncio
 
 from agentbench_async.envs.base import EpisodeContext, Task
 from agentbench_async.envs.db import DBEnvironment
+from agentbench_async.envs.db.backend import SPARE_DATABASES
 from agentbench_async.envs.db.grading import answers_match
 from agentbench_async.envs.db.session import MULTI_STATEMENT_MESSAGE, DBSession
 from agentbench_async.envs.db.tasks import load_tasks
@@ -299,12 +300,24 @@ async def test_temp_files_stay_inside_the_servers_capped_tmpfs() -> None:
         await small.close()
 
 
+def _episode_databases(env: DBEnvironment) -> set[str]:
+    assert env._backend is not None
+    conn = env._backend.info.admin_connect()
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SELECT SCHEMA_NAME FROM information_schema.SCHEMATA WHERE SCHEMA_NAME LIKE 'ab\\_%'")
+            return {row[0] for row in cur.fetchall()}
+    finally:
+        conn.close()
+
+
 async def test_episode_database_and_account_are_dropped(env: DBEnvironment) -> None:
+    """After the episode (not on its path): close() hands them to a background drop; spares are made ahead."""
     session = await _session(env)
-    assert session._db is not None
+    assert session._db is not None and env._backend is not None
     db_name, user = session._db.db_name, session._db.user
     await session.close()
-    assert env._backend is not None
+    await env._backend.settle()
     conn = env._backend.info.admin_connect()
     try:
         with conn.cursor() as cur:
@@ -314,6 +327,11 @@ async def test_episode_database_and_account_are_dropped(env: DBEnvironment) -> N
             assert cur.fetchone()[0] == 0
     finally:
         conn.close()
+    spares = _episode_databases(env)
+    assert len(spares) == SPARE_DATABASES  # made ahead while the episode ran, for the next ones
+    session = await _session(env)  # the next episode takes one of them and only creates its table
+    assert session._db is not None and session._db.db_name in spares
+    await session.close()
 
 
 async def test_external_server_through_db_url(env: DBEnvironment) -> None:
@@ -328,6 +346,8 @@ async def test_external_server_through_db_url(env: DBEnvironment) -> None:
     finally:
         conn.close()
     remote = DBEnvironment(options={"db_url": f"mysql://bench:{password}@127.0.0.1:{port}/"})
+    await env._backend.settle()
+    before = _episode_databases(env)
     await remote.start()
     try:
         assert remote.server is None
@@ -336,6 +356,7 @@ async def test_external_server_through_db_url(env: DBEnvironment) -> None:
         assert all(r.success for r in records)
     finally:
         await remote.close()
+    assert _episode_databases(env) == before  # the user's server keeps nothing of the run: no episode's, no spare
     bad = DBEnvironment(options={"db_url": f"mysql://bench:wrong@127.0.0.1:{port}/"})
     with pytest.raises(Exception, match="cannot connect to db_url"):
         await bad.start()

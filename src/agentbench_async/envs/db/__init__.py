@@ -112,8 +112,8 @@ class DBEnvironment(Environment):
 
     async def close(self) -> None:
         if self._backend is not None:
-            self._backend.shutdown()
-            self._backend = None
+            backend, self._backend = self._backend, None
+            await backend.close()
         if self._server is not None:
             await self._server.stop()
             self._server = None

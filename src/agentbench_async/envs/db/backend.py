@@ -11,6 +11,11 @@ a watchdog that kills the connection from the admin side when the statement outl
 (``SET STATEMENT max_statement_time=0 FOR ...`` cannot escape it), and an unbuffered fetch that stops
 reading once the observation is past the 800-character cut.
 
+Off the episode's path: a few databases with their accounts are made ahead, while other episodes run (an episode
+takes one and only creates its table), and an episode's database and account are dropped after it ended, in the
+background (the environment's close waits for those drops and drops the spares). An episode's database is never
+used by another episode: names are random, a spare is handed out once.
+
 The driver is PyMySQL, run in the environment's own thread pool, never on the event loop.
 """
 
@@ -21,6 +26,7 @@ import contextlib
 import secrets
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import pymysql
@@ -37,6 +43,21 @@ T = TypeVar("T")
 EPISODE_PRIVILEGES = "SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, ALTER, INDEX, CREATE VIEW, SHOW VIEW"
 _CLIENT_ERRORS_SERVER_DOWN = frozenset({2002, 2003, 2006})
 _FETCH_BATCH = 64
+SPARE_DATABASES = 2  # episode databases (with their accounts) kept made ahead
+
+
+@dataclass(frozen=True)
+class Account:
+    """An episode's database and the account that may use it (random names: never two episodes')."""
+
+    db_name: str
+    user: str
+    password: str = field(repr=False)
+
+    @classmethod
+    def new(cls) -> Account:
+        token = secrets.token_hex(6)
+        return cls(f"ab_{token}", f"abu_{token}", secrets.token_urlsafe(18))
 
 
 def _server_error(exc: pymysql.MySQLError) -> tuple[int, str]:
@@ -61,11 +82,16 @@ def _sqlstate(conn: pymysql.connections.Connection) -> str | None:
 class Backend:
     """The server connection settings plus the thread pool the blocking driver runs in."""
 
-    def __init__(self, info: ServerInfo, *, statement_timeout: float, workers: int, server: PrivateMariaDB | None) -> None:
+    def __init__(self, info: ServerInfo, *, statement_timeout: float, workers: int, server: PrivateMariaDB | None,
+                 spare: int = SPARE_DATABASES) -> None:  # fmt: skip
         self.info = info
         self.statement_timeout = statement_timeout
         self.server = server
         self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="agentbench-db")
+        self._spare_wanted = spare
+        self._spare: list[Account] = []
+        self._filling: asyncio.Task[None] | None = None
+        self._dropping: set[asyncio.Task[None]] = set()
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
         loop = asyncio.get_running_loop()
@@ -75,8 +101,82 @@ class Backend:
         if self.server is not None:
             await self.server.ensure_running()
 
-    def shutdown(self) -> None:
-        self._executor.shutdown(wait=False, cancel_futures=True)
+    # ----- episode databases: made ahead, dropped after -----------------------------------------------
+
+    async def account(self) -> Account:
+        """A database and account for an episode: a spare made ahead, else one made now; then more spares are made."""
+        await self.ensure_server()
+        account = self._spare.pop() if self._spare else None
+        if account is None:
+            account = Account.new()
+            await self.run(self._make_account, account)
+        if self._spare_wanted and (self._filling is None or self._filling.done()):
+            self._filling = asyncio.create_task(self._fill())
+        return account
+
+    def release(self, account: Account) -> None:
+        """Drop an episode's database and account in the background (``settle`` waits for it)."""
+        task = asyncio.create_task(self._drop_quietly(account))
+        self._dropping.add(task)
+        task.add_done_callback(self._dropping.discard)
+
+    async def settle(self) -> None:
+        """Wait until the spares being made and the drops under way are done."""
+        while self._dropping or (self._filling is not None and not self._filling.done()):
+            await asyncio.gather(*self._dropping, *([self._filling] if self._filling is not None else []), return_exceptions=True)
+
+    async def close(self) -> None:
+        """Finish the drops, drop the spares (a server of the user's keeps nothing of the run), stop the threads."""
+        self._spare_wanted = 0
+        try:
+            await self.settle()
+            spares, self._spare = self._spare, []
+            await asyncio.gather(*(self._drop_quietly(a) for a in spares))
+        finally:
+            self._executor.shutdown(wait=False, cancel_futures=True)
+
+    async def _fill(self) -> None:
+        while len(self._spare) < self._spare_wanted:
+            account = Account.new()
+            try:
+                await self.run(self._make_account, account)
+            except EnvError:
+                return  # the next episode makes its own and says what failed
+            self._spare.append(account)
+
+    async def _drop_quietly(self, account: Account) -> None:
+        with contextlib.suppress(Exception):  # a server gone: nothing left to drop; the run goes on
+            await self.run(self._drop_account, account)
+
+    def _make_account(self, account: Account) -> None:
+        conn = self.admin()
+        try:
+            with conn.cursor() as cur:
+                cur.execute(f"CREATE DATABASE {quote_ident(account.db_name)} CHARACTER SET utf8mb4 COLLATE {self.info.collation}")
+                limits = "MAX_USER_CONNECTIONS 4"
+                if self.info.mariadb:
+                    limits += f" MAX_STATEMENT_TIME {self.statement_timeout:g}"
+                cur.execute(f"CREATE USER %s@%s IDENTIFIED BY %s WITH {limits}", (account.user, self.info.account_host, account.password))
+                cur.execute(f"GRANT {EPISODE_PRIVILEGES} ON {quote_ident(account.db_name)}.* TO %s@%s", (account.user, self.info.account_host))
+        except pymysql.MySQLError as exc:
+            with contextlib.suppress(pymysql.MySQLError), conn.cursor() as cur:  # what part of it was made
+                self._drop_with(cur, account)
+            errno, msg = _server_error(exc)
+            raise EnvError(f"db: could not create the episode database: {errno}: {msg}") from None
+        finally:
+            conn.close()
+
+    def _drop_account(self, account: Account) -> None:
+        conn = self.admin()
+        try:
+            with conn.cursor() as cur:
+                self._drop_with(cur, account)
+        finally:
+            conn.close()
+
+    def _drop_with(self, cur: Any, account: Account) -> None:
+        cur.execute("DROP USER IF EXISTS %s@%s", (account.user, self.info.account_host))
+        cur.execute(f"DROP DATABASE IF EXISTS {quote_ident(account.db_name)}")
 
     def session_init(self) -> str:
         """SQL run at the start of every agent session: MySQL 8 behaviour and the statement timeout."""
@@ -103,18 +203,23 @@ class EpisodeDatabase:
         self.table_name = table_name
         self.columns = list(columns)
         self.rows = rows
-        token = secrets.token_hex(6)
-        self.db_name = f"ab_{token}"
-        self.user = f"abu_{token}"
-        self._password = secrets.token_urlsafe(18)
+        self.account: Account | None = None
         self.setup_errors: list[str] = []
-        self.created = False
+
+    @property
+    def db_name(self) -> str:
+        assert self.account is not None, "create() first"
+        return self.account.db_name
+
+    @property
+    def user(self) -> str:
+        assert self.account is not None, "create() first"
+        return self.account.user
 
     # ----- async API -------------------------------------------------------------------------
 
     async def create(self) -> None:
-        await self.backend.ensure_server()
-        self.created = True  # from here on, drop() cleans up whatever part of the set-up happened
+        self.account = await self.backend.account()  # from here on, drop() removes it
         await self.backend.run(self._create)
 
     async def execute(self, sql: str) -> str:
@@ -139,27 +244,18 @@ class EpisodeDatabase:
         return text.replace(self.db_name, self.table_name)
 
     async def drop(self) -> None:
-        if self.created:
-            await self.backend.run(self._drop)
-            self.created = False
+        """Hand the database and account to the background drop (the episode does not wait for it)."""
+        account, self.account = self.account, None
+        if account is not None:
+            self.backend.release(account)
 
     # ----- blocking parts (worker threads) ---------------------------------------------------
 
     def _create(self) -> None:
-        info = self.backend.info
         conn = self.backend.admin()
         try:
             with conn.cursor() as cur:
-                db = quote_ident(self.db_name)
-                cur.execute(f"CREATE DATABASE {db} CHARACTER SET utf8mb4 COLLATE {info.collation}")
-                limits = "MAX_USER_CONNECTIONS 4"
-                if info.mariadb:
-                    limits += f" MAX_STATEMENT_TIME {self.backend.statement_timeout:g}"
-                cur.execute(
-                    f"CREATE USER %s@%s IDENTIFIED BY %s WITH {limits}", (self.user, info.account_host, self._password)
-                )
-                cur.execute(f"GRANT {EPISODE_PRIVILEGES} ON {db}.* TO %s@%s", (self.user, info.account_host))
-                cur.execute(f"USE {db}")
+                cur.execute(f"USE {quote_ident(self.db_name)}")
                 cur.execute(f"SET SESSION sql_mode='{MYSQL8_SQL_MODE}'")
                 # AgentBench's set-up: every column TEXT, one multi-row INSERT of the values as text,
                 # run statement by statement here (upstream fired them as one unchecked batch).
@@ -194,9 +290,10 @@ class EpisodeDatabase:
     def _connect_agent(self) -> pymysql.connections.Connection:
         info = self.backend.info
         try:
+            assert self.account is not None
             return pymysql.connect(
-                user=self.user,
-                password=self._password,
+                user=self.account.user,
+                password=self.account.password,
                 autocommit=False,
                 cursorclass=pymysql.cursors.SSCursor,
                 collation=info.collation,
@@ -267,15 +364,6 @@ class EpisodeDatabase:
         finally:
             conn.close()
 
-    def _drop(self) -> None:
-        info = self.backend.info
-        conn = self.backend.admin()
-        try:
-            with conn.cursor() as cur:
-                cur.execute("DROP USER IF EXISTS %s@%s", (self.user, info.account_host))
-                cur.execute(f"DROP DATABASE IF EXISTS {quote_ident(self.db_name)}")
-        finally:
-            conn.close()
 
 
 def _abandon(cur: Any, conn: pymysql.connections.Connection) -> None:

@@ -249,6 +249,8 @@ class PrivateMariaDB:
             "--innodb-flush-log-at-trx-commit=0",
             "--innodb-doublewrite=0",
             "--innodb-fast-shutdown=2",
+            "--debug-no-sync",
+            "--innodb-flush-method=nosync",
             "--character-set-server=utf8mb4",
             f"--collation-server={MARIADB_COLLATION}",
             f"--sql-mode={MYSQL8_SQL_MODE}",
