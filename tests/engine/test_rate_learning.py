@@ -17,10 +17,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import duckdb
 import asyncio_throttle.throttler
 import pytest
-from engine_support import echo_config, query, run, start_mock
+from engine_support import echo_config, query, run, serve_app, start_mock
 from multidict import CIMultiDict
 
 from agentbench_async.analytics.loading import load
@@ -34,6 +35,7 @@ from agentbench_async.models.base import ModelConfig
 from agentbench_async.rate_headers import parse_duration, read_limits
 from agentbench_async.records import CallRow
 from agentbench_async.scheduler import RunSummary
+from agentbench_async.view import Source, make_app
 from agentbench_async.store.schema import create_schema
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "providers"
@@ -320,6 +322,10 @@ async def test_a_run_against_the_mock_adopts_its_headers_and_stores_the_limits(t
     with load(out) as res:
         assert limit_lines(res) == ["limits: mock-oracle: 6,000 requests/min, no tokens/min limit known, 64 in flight; "
                                     "0 of 7 attempts answered 429"]  # fmt: skip
+    async with serve_app(make_app(Source([out]))) as port:  # agentbench view's overview says the same
+        async with aiohttp.ClientSession() as http, http.get(f"http://127.0.0.1:{port}/") as resp:
+            page = await resp.text()
+    assert "Request limits" in page and "limits: mock-oracle: 6,000 requests/min" in page
 
 
 async def test_serve_mock_capacity_with_max_in_flight_auto(tmp_path):

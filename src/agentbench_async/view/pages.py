@@ -80,6 +80,9 @@ def overview(data: q.Overview, files: Sequence[str]) -> Markup:
                           "KG 13.9, DCG 12.0, LTP 3.5, HH 13.0, WS 30.7, WB 11.6; a partial OA (not all eight environments) "
                           "is not comparable with the paper's."))
     parts += [element("p", line, cls="warning", data_note="hint") for line in data.hints]
+    if data.limits:  # requests/min, tokens/min and in flight as configured or learned from the server (as report)
+        parts.append(element("h2", "Request limits"))
+        parts += [element("p", line, data_note="limits") for line in data.limits]
     return join(parts)
 
 

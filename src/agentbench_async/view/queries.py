@@ -74,6 +74,7 @@ class Overview:
     deviations: list[tuple[list[str], list[str]]] = field(default_factory=list)  # (run ids, lines) per distinct list
     notes: list[str] = field(default_factory=list)  # analytics.notes: unfinished runs, configurations, solved episodes
     hints: list[str] = field(default_factory=list)  # operations.tool_call_hints
+    limits: list[str] = field(default_factory=list)  # operations.limit_lines: what each model's request limits paced to
 
 
 PENDING = "bootstrap: computing"
@@ -108,7 +109,7 @@ def overview(res: Results, source: Source) -> Overview:
              *notes.solved_lines(configs.with_labels(failures.solved_notes(res), found))]
     overall = configs.with_labels(scores.overall(env_scores), configs.overall_labels(found), keys=("model",))
     return Overview(runs, configs.with_labels(env_scores, found), overall, [str(p) for p in res.live_files], pending, groups, lines,
-                    operations.tool_call_hints(res))
+                    operations.tool_call_hints(res), operations.limit_lines(res))
 
 
 # -- failures -------------------------------------------------------------------------------------
