@@ -24,39 +24,18 @@ import asyncio
 import logging
 import os
 import resource
-import socket
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 from _support import load_average
+from throughput import _start_mock  # serve-mock in its own process (bench/ is on the path)
 
 from agentbench_async.config import build_config
 from agentbench_async.distributed import RaySettings
 from agentbench_async.distributed.evaluation import RayEvaluation
 from agentbench_async.scheduler import Evaluation, RunSummary
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _start_mock(*extra: str) -> tuple[subprocess.Popen[bytes], str]:
-    port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "agentbench_async.cli", "serve-mock", "--port", str(port), *extra],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
-    for _ in range(200):
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return proc, f"http://127.0.0.1:{port}/v1"
-        except OSError:
-            time.sleep(0.05)
-    raise SystemExit(f"the mock server did not listen on port {port}")
 
 
 def _cpu_s() -> float:

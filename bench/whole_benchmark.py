@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import os
 import shlex
-import socket
 import subprocess
 import sys
 import tempfile
@@ -29,30 +28,9 @@ from pathlib import Path
 
 import duckdb
 from _support import load_average
+from throughput import _start_mock  # serve-mock in its own process (bench/ is on the path)
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _start_mock(data_dir: Path | None, latency_ms: float) -> tuple[subprocess.Popen[bytes], str]:
-    port = _free_port()
-    args = [sys.executable, "-m", "agentbench_async.cli", "serve-mock", "--port", str(port), "--latency-ms", str(latency_ms)]
-    if data_dir is not None:
-        args += ["--data-dir", str(data_dir)]
-    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    for _ in range(1200):
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return proc, f"http://127.0.0.1:{port}/v1"
-        except OSError:
-            time.sleep(0.05)
-    proc.kill()
-    raise SystemExit(f"serve-mock did not listen on port {port}")
 
 
 def _tree_rss_bytes(root: int) -> int:
@@ -142,7 +120,7 @@ def main() -> None:
     args = parser.parse_args()
     data_dir = args.data_dir if args.data_dir and args.data_dir.is_dir() else None
     print(f"before: {load_average()}")
-    mock, base_url = _start_mock(data_dir, args.latency_ms)
+    mock, base_url = _start_mock("--latency-ms", str(args.latency_ms), *(["--data-dir", str(data_dir)] if data_dir else []))
     folder = tempfile.TemporaryDirectory()
     try:
         out = args.keep or Path(folder.name) / "whole.duckdb"
