@@ -202,7 +202,8 @@ def test_a_resume_replacing_failed_episodes_is_read_one_row_per_episode(tmp_path
     first = _cli("run", "--model", "mock-oracle", "--base-url", dead, "--task-header", "--max-retries", "0", "--env", "echo",
                  "--split", "dev", "--env-option", "echo.tasks=300", "--env-option", "echo.turns=3", "--no-progress", "--out", str(out))  # fmt: skip
     assert "model_error 300" in first.stderr, first.stderr
-    proc = _run(out, mock_url, tasks=300, turns=3, concurrency=50)
+    # ~9 s at 100 ms a call: long enough to be seen half done even when each read takes a loaded second
+    proc = _run(out, mock_url, tasks=300, turns=3, concurrency=10)
     _wait_for_file(out, proc)
     completed: list[int] = []
     while proc.poll() is None:
