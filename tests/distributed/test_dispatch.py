@@ -12,6 +12,7 @@ from rich.console import Console
 from agentbench_async.config import build_config
 from agentbench_async.distributed import RaySettings
 from agentbench_async.distributed.cluster import Cluster, _Worker
+from agentbench_async.distributed.worker import pack, unpack
 from agentbench_async.envs.base import Task
 from agentbench_async.episode import EpisodeSpec
 from agentbench_async.records import EpisodeRecord
@@ -62,8 +63,8 @@ class _FakeWorker:
         self._dead = True
         self._wake.set()
 
-    async def _submit(self, specs: list[EpisodeSpec]) -> None:
-        for spec in specs:
+    async def _submit(self, payload: bytes) -> None:
+        for spec in unpack(payload):
             asyncio.ensure_future(self._play(spec))
 
     async def _play(self, spec: EpisodeSpec) -> None:
@@ -79,13 +80,13 @@ class _FakeWorker:
         ))  # fmt: skip
         self._wake.set()
 
-    async def _collect(self) -> tuple[list[EpisodeRecord], dict[str, Any]]:
+    async def _collect(self) -> bytes:
         await self._wake.wait()
         self._wake.clear()
         if self._dead:
             raise RuntimeError("The actor died unexpectedly before finishing this task.")
         done, self._finished = self._finished, []
-        return done, {"models": {"m": {"calls": len(self.played)}}, "stale_leases": 0}
+        return pack((done, {"models": {"m": {"calls": len(self.played)}}, "stale_leases": 0}))
 
     async def _forget(self, worker: int) -> int:
         return 0

@@ -8,6 +8,7 @@ from the start; only the driver stores records, so each episode is stored once, 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import math
 import os
@@ -26,7 +27,7 @@ from ..models import ModelConfig
 from ..records import EpisodeRecord
 from . import LOCAL, RaySettings
 from .leases import LimitBroker
-from .worker import EpisodeWorker, LiveBatch
+from .worker import EpisodeWorker, LiveBatch, pack, unpack
 
 _CANCEL_WAIT_S = 30.0  # how long a cancelled episode may take to come back as `cancelled`
 _CLOSE_WAIT_S = 30.0
@@ -96,7 +97,9 @@ class Cluster:
         self.config = config
         self.console = console
         self.workers: list[_Worker] = []
-        self.stats: dict[int, dict[str, Any]] = {}
+        self.stats: dict[int, dict[str, Any]] = {}  # worker -> its last counters (final ones after close)
+        self.broker_stats: dict[str, Any] = {}  # the limit broker's counters when the run closed
+        self.start_cpu: dict[int | str, float] = {}  # CPU seconds each worker (and "broker") had spent when the run began
         self.stopping = False
         self.rerun = 0  # episodes sent again after their worker was lost
         self.unrun: Counter[str] = Counter()  # environment -> episodes no worker was left to run
@@ -126,6 +129,8 @@ class Cluster:
         actor_class = ray.remote(EpisodeWorker).options(**options)
         self.workers = [_Worker(i, actor_class.remote(i, self.config, self._broker)) for i in range(n)]
         await asyncio.gather(*(self._start(w) for w in self.workers))
+        with contextlib.suppress(Exception):
+            self.start_cpu["broker"] = (await _await(self._broker.stats.remote()))["cpu_seconds"]
         started = [w for w in self.workers if w.alive]
         if not started:
             raise ConfigError(f"no Ray worker started ({'; '.join(self.failures)}); check that every node has agentbench-async[ray] "
@@ -169,6 +174,7 @@ class Cluster:
             return
         worker.host, worker.ip, worker.pid, worker.node_id = info["host"], info["ip"], info["pid"], info["node_id"]
         worker.envs, worker.unavailable = info["envs"], info["unavailable"]
+        self.start_cpu[worker.index] = float(info.get("cpu_seconds", 0.0))
 
     def _report_start(self, started: list[_Worker]) -> None:
         nodes = {w.node_id for w in started}
@@ -191,13 +197,15 @@ class Cluster:
         for w in alive:
             self._kill(w.actor)
         if self._broker is not None:
+            with contextlib.suppress(Exception):  # its counters and CPU time, for benches (ray_scaling.py)
+                self.broker_stats = await asyncio.wait_for(_await(self._broker.stats.remote()), _CLOSE_WAIT_S)
             self._kill(self._broker)
         if self._connected:
             ray.shutdown()
 
     async def _close(self, worker: _Worker) -> None:
         try:
-            await asyncio.wait_for(_await(worker.actor.close.remote()), _CLOSE_WAIT_S)
+            self.stats[worker.index] = await asyncio.wait_for(_await(worker.actor.close.remote()), _CLOSE_WAIT_S)
         except Exception:  # noqa: BLE001 - it is killed next anyway
             pass
 
@@ -274,12 +282,12 @@ class Cluster:
         worker.flush_due = False
         if worker.outbox:
             batch, worker.outbox = worker.outbox, []
-            worker.actor.submit.remote(batch)
+            worker.actor.submit.remote(pack(batch))
 
     async def _collect(self, worker: _Worker) -> None:
         try:
             while worker.pending:
-                records, stats = await _await(worker.actor.collect.remote())
+                records, stats = unpack(await _await(worker.actor.collect.remote()))
                 self.stats[worker.index] = stats
                 for record in records:
                     pending = worker.pending.pop(record.episode_id, None)
@@ -350,9 +358,14 @@ class Cluster:
             for worker, result in zip(alive, results):
                 if isinstance(result, BaseException):
                     continue  # a lost worker is noticed through its episodes
-                live, stats = result
+                live, stats = unpack(result)
                 self.stats[worker.index] = stats
                 sink(live)
+
+    def cpu_seconds(self) -> float:
+        """CPU seconds the workers and the limit broker spent from the run's start to their close (benches)."""
+        workers = sum(stats.get("cpu_seconds", 0.0) - self.start_cpu.get(index, 0.0) for index, stats in self.stats.items())
+        return workers + self.broker_stats.get("cpu_seconds", 0.0) - self.start_cpu.get("broker", 0.0)
 
     def summary_line(self) -> str:
         started = [w for w in self.workers if w.host != "?"]
