@@ -71,7 +71,10 @@ async def _oracle_all(env: OSEnvironment, tasks: list[Task], mode: str = "text",
         async with sem:
             results[task.task_id] = (await play(env, task, "oracle", action_mode=mode)).outcome
 
-    await asyncio.gather(*(one(t) for t in tasks))
+    try:
+        await asyncio.gather(*(one(t) for t in tasks))
+    finally:
+        await env.close()  # the machines made ahead and those still closing
     return results
 
 

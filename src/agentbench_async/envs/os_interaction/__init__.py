@@ -27,6 +27,7 @@ from .rootfs import ensure_shifted
 from .rootfs import resolve as resolve_root
 from .sandbox import IdMap, Limits, Sandbox, check_available, host_idmap
 from .shell import AgentShell
+from .spares import Machine, Spares
 
 TIMEOUT_NOTE = "\n[the command ran longer than {s:g} s and was interrupted]"
 FLOOD_NOTE = "\n[the command printed too much output and was interrupted]"
@@ -77,6 +78,7 @@ class OSEnvironment(Environment):
         )
         self._checked = False
         self._start_lock: asyncio.Lock | None = None
+        self._spares = Spares(self._new_machine)
 
     @property
     def capacity(self) -> int:
@@ -105,7 +107,23 @@ class OSEnvironment(Environment):
         self._checked = True
 
     async def close(self) -> None:
-        await close_idle_wardens()  # the ones started ahead for sandboxes this run will not make
+        try:
+            await self._spares.close()  # episodes' machines still closing, and the spares
+        finally:
+            await close_idle_wardens()  # the ones started ahead for sandboxes this run will not make
+
+    async def _new_machine(self) -> Machine:
+        """A fresh sandbox with the agent's login shell started (before any init, like upstream's)."""
+        assert self.root is not None  # open_session starts the environment first
+        sandbox = Sandbox(self.limits, self.root, self.idmap)
+        try:
+            await sandbox.start()
+            shell = AgentShell(sandbox)
+            await shell.start()
+        except BaseException:
+            await sandbox.close()
+            raise
+        return Machine(sandbox, shell)
 
     async def open_session(self, task: Task, ctx: EpisodeContext) -> Session:
         if not self._checked:
@@ -134,9 +152,17 @@ class OSSession(Session):
         self._env = env
         self._task = task
         self._ctx = ctx
-        assert env.root is not None  # open_session starts the environment first
-        self._sandbox = Sandbox(env.limits, env.root, env.idmap)
-        self._shell = AgentShell(self._sandbox)
+        self._machine: Machine | None = None  # taken in begin(): made ahead, or made then
+
+    @property
+    def _sandbox(self) -> Sandbox:
+        assert self._machine is not None, "begin() first"
+        return self._machine.sandbox
+
+    @property
+    def _shell(self) -> AgentShell:
+        assert self._machine is not None, "begin() first"
+        return self._machine.shell
 
     def tools(self) -> list[dict[str, Any]] | None:
         return TOOLS if self._ctx.action_mode == "tools" else None
@@ -150,8 +176,8 @@ class OSSession(Session):
                 "single-id sandbox cannot hold; give the user an /etc/subuid and /etc/subgid range "
                 "(usermod --add-subuids 100000-165535 --add-subgids 100000-165535 USER; apt-get install uidmap) or run as root"
             )
-        await self._sandbox.start()
-        await self._shell.start()  # before init, like upstream: rc files written by init are not loaded
+        # the shell is started before init, like upstream's: rc files written by init are not loaded
+        self._machine = await self._env._spares.take()
         for i, script in enumerate(data["init"]):
             code, out = await run_script(self._sandbox, script, [], self._env.script_timeout)
             if code != 0:
@@ -189,7 +215,7 @@ class OSSession(Session):
                 output += RESTART_NOTE
             return Step(action=action.describe(), observation=self._observe(reply, observation_text(output)))
         answer = action.answer if action.kind == "answer" else None
-        ok, details = await grade(self._sandbox, self._task.data, answer, self._env.script_timeout)
+        ok, details = await grade(self._machine and self._machine.sandbox, self._task.data, answer, self._env.script_timeout)
         details.update(
             result=ok,
             answer=answer,
@@ -210,7 +236,6 @@ class OSSession(Session):
         )
 
     async def close(self) -> None:
-        try:
-            await self._shell.close()
-        finally:
-            await self._sandbox.close()
+        machine, self._machine = self._machine, None
+        if machine is not None:
+            self._env._spares.release(machine)  # closed in the background; the environment's close waits

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import re
 from typing import Any
@@ -33,19 +32,35 @@ _BASH_PARAMS = (
     '__ab_p=(); while IFS= read -r -d "" __ab_x <&3; do __ab_p+=("$__ab_x"); done; exec 3<&-; '
     'set -- "${__ab_p[@]}"; unset __ab_p __ab_x\n'
 )
-# python: {"code", "params"} as JSON on fd 3; the code runs as ``python3 -c code params...`` would run it
+# python: the code, then the parameters, each as ``<length>:<UTF-8 bytes>`` on fd 3; read with builtins only
+# (no ``import json``: it pulls in re, enum and functools, 12 ms of a 27 ms check); the code runs as
+# ``python3 -c code params...`` would run it
 _PY_WRAPPER = (
     "import sys\n"
     "def _ab_load():\n"
-    "    import json\n"
     "    with open(3, 'rb') as f:\n"
-    "        payload = json.loads(f.read())\n"
-    "    sys.argv[:] = ['-c', *payload['params']]\n"
-    "    return payload['code']\n"
+    "        data = f.read()\n"
+    "    items, i = [], 0\n"
+    "    while i < len(data):\n"
+    "        j = data.index(b':', i)\n"
+    "        end = j + 1 + int(data[i:j])\n"
+    "        items.append(data[j + 1 : end].decode('utf-8', 'surrogatepass'))\n"
+    "        i = end\n"
+    "    sys.argv[:] = ['-c', *items[1:]]\n"
+    "    return items[0]\n"
     "_ab_code = _ab_load()\n"
     "del _ab_load\n"
     "exec(compile(_ab_code, '<string>', 'exec'), {'__name__': '__main__', '__builtins__': __builtins__})\n"
 )
+
+
+def _py_payload(items: list[str]) -> bytes:
+    """``items`` for :data:`_PY_WRAPPER`: each as its length, a colon and its UTF-8 bytes (lone surrogates kept)."""
+    out = bytearray()
+    for item in items:
+        data = item.encode("utf-8", errors="surrogatepass")
+        out += b"%d:" % len(data) + data
+    return bytes(out)
 
 
 def _command(script: dict[str, str], params: list[str], check: bool, pristine: bool) -> tuple[list[str], bytes]:
@@ -53,7 +68,7 @@ def _command(script: dict[str, str], params: list[str], check: bool, pristine: b
     if script["language"] == "python":
         python = f"{PRISTINE}/usr/bin/python3" if pristine else "/usr/bin/python3"
         flags = ["-I", "-S"] if check else []
-        return [python, *flags, "-c", _PY_WRAPPER], json.dumps({"code": script["code"], "params": params}).encode()
+        return [python, *flags, "-c", _PY_WRAPPER], _py_payload([script["code"], *params])
     bash = f"{PRISTINE}/usr/bin/bash" if pristine else "/bin/bash"
     payload = b"".join(p.replace("\0", "").encode("utf-8", errors="surrogateescape") + b"\0" for p in params)
     return [bash, "-c", _BASH_PARAMS + script["code"], "--"], payload
@@ -147,10 +162,15 @@ def match_answer(spec: dict[str, Any], answer: str | None) -> bool:
     return re.search(spec["regex"], answer) is not None
 
 
-async def grade(sandbox: Sandbox, data: dict[str, Any], answer: str | None, timeout: float) -> tuple[bool, dict[str, Any]]:
-    """The task's verdict for ``answer`` (``None`` after ``finish``), plus details for the store."""
+async def grade(
+    sandbox: Sandbox | None, data: dict[str, Any], answer: str | None, timeout: float
+) -> tuple[bool, dict[str, Any]]:
+    """The task's verdict for ``answer`` (``None`` after ``finish``), plus details for the store. A ``match``
+    task needs no sandbox."""
     if "match" in data:
         return match_answer(data["match"], answer), {}
+    if sandbox is None:
+        raise EnvError("os: the episode's checks need its sandbox, which was never started")
     params = [str(answer)]
     details: dict[str, Any] = {}
     for i, step in enumerate(data["check"]):

@@ -255,6 +255,10 @@ class Sandbox:
             self._stderr.close()
             self._stderr = None
 
+    def running(self) -> bool:
+        """Whether the sandbox is up (started, its warden still there)."""
+        return self._channel is not None and not self._channel.closed.done() and bool(self.keeper_pid)
+
     async def spawn(
         self,
         argv: list[str],

@@ -65,6 +65,10 @@ class AgentShell:
         with contextlib.suppress(OSError):
             self._shell_pid = os.tcgetpgrp(master)  # idle: the shell leads the foreground group
 
+    def running(self) -> bool:
+        """Whether the login shell is up and its terminal open."""
+        return self._proc is not None and self._master >= 0 and not self._eof and self._proc.returncode is None
+
     def _on_readable(self) -> None:
         try:
             data = os.read(self._master, 65536)

@@ -1,0 +1,100 @@
+"""os: machines (sandbox + login shell) made ahead and closed behind the episodes (envs/os_interaction/spares.py)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from agentbench_async.envs.base import EpisodeContext, Task
+from agentbench_async.envs.os_interaction import OSEnvironment
+from agentbench_async.envs.os_interaction.spares import SPARE_MACHINES
+from agentbench_async.types import ModelReply
+from test_os_sandbox import os_root, sandboxed  # noqa: F401  (fixtures)
+
+
+def _task(i: int, init: str = "") -> Task:
+    return Task(env="os", split="dev", task_id=f"spare-{i}", data={
+        "description": "probe", "init": [{"language": "bash", "code": init}] if init else [], "start": None,
+        "example": None, "match": {"answer": "x"},
+    })  # fmt: skip
+
+
+async def _sh(session: object, command: str) -> str:
+    step = await session.step(ModelReply(content=f"Act: bash\n```bash\n{command}\n```"))  # type: ignore[attr-defined]
+    return step.observation[0]["content"]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+
+
+async def test_later_episodes_take_fresh_machines_made_ahead_and_close_leaves_nothing(sandboxed: None) -> None:
+    env = OSEnvironment(options={})
+    sessions = []
+    for i in range(2):  # a second episode on the loop: spares are made from now on
+        session = await env.open_session(_task(i), EpisodeContext(episode_id=f"e{i}"))
+        await session.begin()
+        sessions.append(session)
+    await env._spares.settle()
+    ready = list(env._spares._ready)
+    assert len(ready) == SPARE_MACHINES and all(m.alive() for m in ready)
+
+    # the next episode takes a spare: its sandbox was started before the episode began
+    await _sh(sessions[0], "echo dirty > /root/left-behind; export LEFT=behind; cd /tmp")
+    third = await env.open_session(_task(2, init="echo 'echo RC-LOADED' >> /root/.bashrc"), EpisodeContext(episode_id="e2"))
+    await third.begin()
+    assert third._machine is ready[0]
+    # ... and it is as fresh as one made for it: nothing of another episode, the shell at / with the image's
+    # rc files (the init's .bashrc edit comes after the login, as upstream's)
+    out = await _sh(third, "cat /root/left-behind 2>&1; echo \"[$LEFT]\"; pwd")
+    assert "No such file" in out and "[]" in out and out.strip().endswith("/")
+    assert "RC-LOADED" not in out
+    grade_ok, _ = await _grade(third)
+    assert grade_ok is False  # the episode's grading runs in the spare like in any machine
+
+    # ended episodes' machines close in the background; the environment's close settles them and the spares
+    pids = [s._sandbox.keeper_pid for s in (*sessions, third)] + [m.sandbox.keeper_pid for m in env._spares._ready]
+    for s in (*sessions, third):
+        await s.close()
+    await env.close()
+    assert env._spares._ready == [] and not env._spares._closing
+    assert not [p for p in pids if _alive(p)]
+
+
+async def _grade(session: object) -> tuple[bool, dict[str, object]]:
+    step = await session.step(ModelReply(content="Act: answer(y)"))  # type: ignore[attr-defined]
+    assert step.outcome is not None
+    return bool(step.outcome.success), step.outcome.details
+
+
+async def test_a_dead_spare_is_never_handed_out(sandboxed: None) -> None:
+    env = OSEnvironment(options={})
+    try:
+        for i in range(2):
+            session = await env.open_session(_task(i), EpisodeContext(episode_id=f"d{i}"))
+            await session.begin()
+            await session.close()
+        await env._spares.settle()
+        dead = env._spares._ready[0]
+        await dead.sandbox.close()  # its warden is gone (as after a crash)
+        session = await env.open_session(_task(9), EpisodeContext(episode_id="d9"))
+        await session.begin()
+        assert session._machine is not dead
+        assert "ok" in await _sh(session, "echo ok")
+        await session.close()
+    finally:
+        await env.close()
+
+
+async def test_a_single_episode_makes_no_spares(sandboxed: None) -> None:
+    env = OSEnvironment(options={})
+    session = await env.open_session(_task(0), EpisodeContext(episode_id="one"))
+    await session.begin()
+    await session.close()
+    await env._spares.settle()
+    assert env._spares._ready == []
+    await env.close()
