@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 from pathlib import Path
 
 from agentbench_async.envs.base import EpisodeContext, Task
 from agentbench_async.envs.os_interaction import OSEnvironment
+from agentbench_async.envs.os_interaction.grading import run_script
 from agentbench_async.envs.os_interaction.spares import SPARE_MACHINES
 from agentbench_async.types import ModelReply
 from test_os_sandbox import os_root, sandboxed  # noqa: F401  (fixtures)
@@ -22,6 +24,16 @@ def _task(i: int, init: str = "") -> Task:
 async def _sh(session: object, command: str) -> str:
     step = await session.step(ModelReply(content=f"Act: bash\n```bash\n{command}\n```"))  # type: ignore[attr-defined]
     return step.observation[0]["content"]
+
+
+async def _left_alive(pids: list[int]) -> list[int]:
+    """Those of ``pids`` still alive after half a second (killed processes are reaped at once, not whenever
+    the host's init gets to them)."""
+    for _ in range(25):
+        if not [p for p in pids if _alive(p)]:
+            break
+        await asyncio.sleep(0.02)
+    return [p for p in pids if _alive(p)]
 
 
 def _alive(pid: int) -> bool:
@@ -62,7 +74,7 @@ async def test_later_episodes_take_fresh_machines_made_ahead_and_close_leaves_no
         await s.close()
     await env.close()
     assert env._spares._ready == [] and not env._spares._closing
-    assert not [p for p in pids if _alive(p)]
+    assert await _left_alive(pids) == []
 
 
 async def _grade(session: object) -> tuple[bool, dict[str, object]]:
@@ -97,4 +109,20 @@ async def test_a_single_episode_makes_no_spares(sandboxed: None) -> None:
     await session.close()
     await env._spares.settle()
     assert env._spares._ready == []
+    await env.close()
+
+
+async def test_closing_a_sandbox_with_its_shell_and_a_script_still_running_leaves_no_process(sandboxed: None) -> None:
+    # as when a run is stopped during a check: the warden dies while processes it started still run; they and
+    # the sandbox's pid 1 must end (the warden zygote reaps them; the host's init might never do it)
+    env = OSEnvironment(options={})
+    await env.start()
+    machine = await env._new_machine()
+    script = asyncio.ensure_future(run_script(machine.sandbox, {"language": "bash", "code": "sleep 1000"}, [], 60))
+    await asyncio.sleep(0.3)
+    pids = machine.sandbox._pids()
+    assert len(pids) >= 4  # keeper, shell, the script (and bubblewrap's monitor)
+    await machine.close()
+    script.cancel()
+    assert await _left_alive(pids) == []
     await env.close()

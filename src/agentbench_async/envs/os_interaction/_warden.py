@@ -72,6 +72,7 @@ MOVE_MOUNT_F_EMPTY_PATH = 0x4
 PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4
 PR_SET_SECCOMP = 22
+PR_SET_CHILD_SUBREAPER = 36
 PR_CAPBSET_DROP = 24
 PR_SET_NO_NEW_PRIVS = 38
 PR_CAP_AMBIENT = 47
@@ -728,6 +729,10 @@ def zygote(sock):
     """Forks a warden per request (a SOCK_SEQPACKET end and a stderr fd arrive with it): Python's start-up and
     imports happen once per engine, not once per episode. Exits with the engine (PDEATHSIG) or its socket."""
     _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    # a warden killed while processes it started in the sandbox still run (the agent's shell, a check) leaves
+    # them to be reaped here, not by the host's init (which may never reap them): the sandbox's pid 1 waits
+    # for every process of its namespace to be reaped before it can end
+    _prctl(PR_SET_CHILD_SUBREAPER, 1)
     os.set_inheritable(sock.fileno(), False)
     me = os.getpid()
     signal.signal(signal.SIGCHLD, _reap_children)

@@ -231,7 +231,9 @@ class AgentShell:
         self._pid_events = self._sandbox.pids_limit_hit()
         return True
 
-    async def close(self) -> None:
+    async def close(self, *, sandbox_closing: bool = False) -> None:
+        """Close the terminal and kill the shell's session; ``sandbox_closing``: the caller closes the whole
+        sandbox next (which kills every process in it), so only the terminal is closed here."""
         if self._master >= 0:
             with contextlib.suppress(Exception):
                 asyncio.get_running_loop().remove_reader(self._master)
@@ -239,6 +241,9 @@ class AgentShell:
                 os.close(self._master)
             self._master = -1
         proc, self._proc = self._proc, None
+        if sandbox_closing:
+            proc = None
+            self._shell_pid = 0
         for pgid in {self._shell_pid, proc.pid if proc else 0} - {0}:
             await self._sandbox.kill_group(pgid)  # the shell's session (it is its own group leader)
         self._shell_pid = 0

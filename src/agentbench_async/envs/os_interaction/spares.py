@@ -18,7 +18,6 @@ import contextlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from ...errors import EnvError
 from .sandbox import Sandbox
 from .shell import AgentShell
 
@@ -38,7 +37,7 @@ class Machine:
     async def close(self) -> None:
         """Never raises."""
         try:
-            await self.shell.close()
+            await self.shell.close(sandbox_closing=True)
         except Exception:  # noqa: BLE001 - closing the sandbox kills the shell anyway
             pass
         finally:
@@ -100,12 +99,15 @@ class Spares:
             self._wanted, self._taken = wanted, 0
 
     async def _fill(self) -> None:
-        while len(self._ready) < self._wanted:
-            try:
-                machine = await self._make()
-            except EnvError:
-                return  # the next episode makes its own and says what failed
-            if not self._wanted:  # closed meanwhile
-                await machine.close()
+        """Make the missing spares, at once (one core makes a machine while the other runs the episode)."""
+        while self._wanted and len(self._ready) < self._wanted:
+            made = await asyncio.gather(*(self._make() for _ in range(self._wanted - len(self._ready))), return_exceptions=True)
+            failed = [m for m in made if isinstance(m, BaseException)]
+            for machine in made:
+                if isinstance(machine, Machine):
+                    if self._wanted and len(self._ready) < self._wanted:
+                        self._ready.append(machine)
+                    else:  # closed meanwhile
+                        await machine.close()
+            if failed:  # the next episode makes its own and says what failed
                 return
-            self._ready.append(machine)
