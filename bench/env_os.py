@@ -3,7 +3,10 @@ and memory per live episode. The sandbox root is built first if it is not cached
 
     PYTHONPATH=src python bench/env_os.py [--concurrency 1 4 16] [--rounds N] [--official DATA_DIR] [--split dev]
 
-Prints numbers, asserts nothing. ``--official`` runs the oracle over every official task of the split
+Prints numbers, asserts nothing. Beside episodes/s it prints the CPU an episode costs the whole process
+tree (engine, warden zygote, wardens, bubblewrap, every process in the sandboxes: this process is their
+child subreaper, and each measurement ends by reaping them all), which other load on the machine does not
+move much, and what that allows on this machine's idle cores. ``--official`` runs the oracle over every official task of the split
 (e.g. ``--official ../shared/agentbench-data --split test`` for the 144 std tasks) and lists failures.
 """
 
@@ -11,7 +14,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import ctypes
 import os
+import resource
 import sys
 import time
 from collections import Counter
@@ -21,9 +26,29 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from agentbench_async.envs import make_env  # noqa: E402
 from agentbench_async.envs.base import EpisodeContext  # noqa: E402
+from agentbench_async.envs.os_interaction import control  # noqa: E402
 from agentbench_async.envs.os_interaction.rootfs import ensure_shifted, resolve  # noqa: E402
 from agentbench_async.envs.os_interaction.sandbox import Limits, Sandbox, host_idmap  # noqa: E402
 from agentbench_async.testing import play  # noqa: E402
+
+
+def _tree_cpu() -> float:
+    """CPU seconds of this process and of every descendant reaped so far."""
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def _reap_all() -> None:
+    """End the warden zygote and reap every descendant left (their CPU then counts in RUSAGE_CHILDREN)."""
+    control._zygote._stop()  # noqa: SLF001 - bench accounting
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            time.sleep(0.01)
 
 
 def _sandbox_memory_kb(pids: list[int]) -> int:
@@ -99,6 +124,8 @@ async def _memory(n: int = 8) -> None:
 
 
 async def _throughput(split: str, conc: int, data_dir: Path | None, *, rounds: int = 1) -> None:
+    _reap_all()  # what earlier measurements left counts before the start (wardens started ahead die with it)
+    cpu0 = _tree_cpu()
     env = make_env("os", data_dir=data_dir)
     await env.start()
     tasks = list(env.tasks(split)) * rounds
@@ -112,9 +139,16 @@ async def _throughput(split: str, conc: int, data_dir: Path | None, *, rounds: i
     t0 = time.perf_counter()
     await asyncio.gather(*(one(i, t) for i, t in enumerate(tasks)))
     dt = time.perf_counter() - t0
+    await env.close()
+    _reap_all()
+    cpu = (_tree_cpu() - cpu0) / len(tasks)
     ok = sum(o.success for o in outcomes.values())
     src = "official" if data_dir else "built-in"
-    print(f"oracle {src} {split}{f' x{rounds}' if rounds > 1 else ''}: {len(tasks)} episodes at concurrency {conc}: {len(tasks) / dt:.2f} episodes/s, {ok}/{len(tasks)} passed, {dt:.1f} s")
+    print(
+        f"oracle {src} {split}{f' x{rounds}' if rounds > 1 else ''}: {len(tasks)} episodes at concurrency {conc}: "
+        f"{len(tasks) / dt:.2f} episodes/s, {ok}/{len(tasks)} passed, {dt:.1f} s; "
+        f"CPU {cpu * 1000:.0f} ms an episode (at most {(os.cpu_count() or 1) / cpu:.0f} episodes/s on idle cores)"
+    )
     if ok < len(tasks):
         print("  statuses:", dict(Counter(o.status for o in outcomes.values())))
         for tid, o in sorted(outcomes.items()):
@@ -129,6 +163,7 @@ def main() -> None:
     ap.add_argument("--official", type=Path, default=None)
     ap.add_argument("--rounds", type=int, default=None, help="play the split this many times per measurement (default: 8 built-in, 1 official)")
     args = ap.parse_args()
+    ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: orphaned descendants are reaped here
     print(f"cpus: {os.cpu_count()}, load average {os.getloadavg()[0]:.1f} (other processes share the machine)")
     asyncio.run(_start_cost())
     asyncio.run(_start_cost_under_load())
