@@ -12,7 +12,6 @@ import contextvars
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Any
 
 from . import statuses as st
@@ -42,11 +41,16 @@ class EpisodeSpec:
     max_turns: int | None = None  # None: the environment's own cap
     seed: int = 0
     options: dict[str, Any] = field(default_factory=dict)
+    # read several times an episode; made once (functools.cached_property takes a lock on Python 3.11)
+    episode_id: str = field(init=False, repr=False, compare=False)
 
-    @cached_property  # read several times an episode; the fields it is made of never change
-    def episode_id(self) -> str:
-        t = self.task
-        return f"{self.model}/{t.env}/{t.split}/{t.task_id}/{self.repeat}"
+    def __post_init__(self) -> None:
+        self.episode_id = episode_id(self.model, self.task, self.repeat)
+
+
+def episode_id(model: str, task: Task, repeat: int) -> str:
+    """The id of ``model``'s ``repeat``-th episode of ``task`` (``episodes.episode_id``)."""
+    return f"{model}/{task.env}/{task.split}/{task.task_id}/{repeat}"
 
 
 class _Transcript:
@@ -82,6 +86,8 @@ class _Transcript:
 def _observation_text(messages: list[Message]) -> str | None:
     if not messages:
         return None
+    if len(messages) == 1:  # the usual case
+        return messages[0].get("content") or ""
     return "\n".join(m.get("content") or "" for m in messages)
 
 

@@ -104,9 +104,15 @@ class _Gate:
         self.held = 0
         self._waiters: deque[asyncio.Future[None]] = deque()
 
-    async def acquire(self) -> None:
+    def try_acquire(self) -> bool:
+        """Take a place if one is free and nobody waits (FIFO), without waiting."""
         if self.held < self.limit and not self._waiters:
             self.held += 1
+            return True
+        return False
+
+    async def acquire(self) -> None:
+        if self.try_acquire():
             return
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._waiters.append(waiter)
@@ -239,11 +245,10 @@ class ModelLimits:
     # -- what the server said ------------------------------------------------------------------
     def observe(self, status: int | None, headers: Mapping[str, str] | None, latency_s: float) -> None:
         """Learn from one answered (``status``) or unanswered (None: timeout, reset) request."""
-        now = _clock()
         if headers is not None and (self._learn_rpm or self._learn_tpm):
             self._adopt(headers)
         if self._aimd is not None:
-            sent_at = now - latency_s
+            sent_at = _clock() - latency_s
             if status is None or status in _CUT_STATUSES:
                 self._aimd.refused(sent_at, latency_s)
             elif status == 200:
@@ -304,14 +309,17 @@ class _Slot:
         self._charge: _Charge | None = None
 
     async def __aenter__(self) -> _Slot:
+        # Every call comes here: the clock is read only when a pause or a server's hold was ever set (both start at 0,
+        # and the clock is never negative), and a free place is taken without a coroutine.
         lim = self._limits
-        if lim._paused_until > _clock():  # only after a 429: no coroutine per call otherwise
+        if lim._paused_until and lim._paused_until > _clock():  # only after a 429: no coroutine per call otherwise
             await lim._wait_pause()
-        await lim._in_flight.acquire()
+        if not lim._in_flight.try_acquire():
+            await lim._in_flight.acquire()
         try:
-            if lim._paused_until > _clock():
+            if lim._paused_until and lim._paused_until > _clock():
                 await lim._wait_pause()
-            if lim._requests is not None or lim._server_free_at > _clock():
+            if lim._requests is not None or (lim._server_free_at and lim._server_free_at > _clock()):
                 await lim._pace()
             if lim._tokens is not None:
                 self._charge = await lim._tokens.charge(self._estimate)

@@ -93,14 +93,19 @@ def _budget(headers: Mapping[str, str], limit: str, remaining: str, reset: str, 
     return Budget(cap, _int(headers, remaining), read_reset(raw_reset) if raw_reset else None)
 
 
+# The headers that say a response carries OpenAI's or Anthropic's limits (read on every answer: no string built per call)
+_OPENAI_LIMITS = ("x-ratelimit-limit-requests", "x-ratelimit-limit-tokens")
+_ANTHROPIC_LIMITS = ("anthropic-ratelimit-requests-limit", "anthropic-ratelimit-tokens-limit", "anthropic-ratelimit-input-tokens-limit")
+
+
 def read_limits(headers: Mapping[str, str], wall_now: float | None = None) -> ServerLimits | None:
     """The limits in ``headers`` (case-insensitive mapping, as aiohttp's), or None when the server sends none."""
-    if "x-ratelimit-limit-requests" in headers or "x-ratelimit-limit-tokens" in headers:
+    if any(map(headers.__contains__, _OPENAI_LIMITS)):
         def read(name: str) -> Budget | None:
             return _budget(headers, f"x-ratelimit-limit-{name}", f"x-ratelimit-remaining-{name}", f"x-ratelimit-reset-{name}", parse_duration)
 
         return ServerLimits("openai", read("requests"), read("tokens"))
-    if any(f"anthropic-ratelimit-{n}-limit" in headers for n in ("requests", "tokens", "input-tokens")):
+    if any(map(headers.__contains__, _ANTHROPIC_LIMITS)):
         wall = time.time() if wall_now is None else wall_now
 
         def read_a(name: str) -> Budget | None:

@@ -15,7 +15,7 @@ import gc
 import resource
 import signal
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Awaitable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,8 +25,8 @@ from rich.console import Console
 from . import __version__
 from .config import RunConfig
 from .envs import make_env
-from .envs.base import Environment
-from .episode import AgentFn, EpisodeCancelled, EpisodeSpec, run_episode
+from .envs.base import Environment, Task
+from .episode import AgentFn, EpisodeCancelled, EpisodeSpec, episode_id, run_episode
 from .errors import AgentBenchError, ConfigError, EnvUnavailableError, StoreError, TaskFileError
 from .mock.policy import CALLER_HEADER, EPISODE_HEADER, TASK_HEADER
 from .models import ModelClient, ModelConfig, open_client
@@ -106,10 +106,16 @@ def raise_open_file_limit(wanted: int = 65536) -> int:
 def agent_fn(client: ModelClient, spec: EpisodeSpec) -> AgentFn:
     """The episode's way to call ``client`` (with the mock model's task headers)."""
     t = spec.task
-    headers = {TASK_HEADER: f"{t.env}/{t.split}/{t.source}/{t.task_id}", EPISODE_HEADER: spec.episode_id}
+    task, episode = f"{t.env}/{t.split}/{t.source}/{t.task_id}", spec.episode_id
+    complete = client.complete
+    headers: dict[str, dict[str, str]] = {}  # caller -> the headers of its calls, made once an episode
 
-    async def call(messages: list[Message], tools: list[dict[str, Any]] | None, turn: int, calls: list[CallRow], caller: str) -> ModelReply:
-        return await client.complete(messages, tools, calls=calls, turn=turn, caller=caller, task_header={**headers, CALLER_HEADER: caller})
+    # A plain function handing back the client's coroutine: no coroutine of its own to resume at every wait of a call
+    def call(messages: list[Message], tools: list[dict[str, Any]] | None, turn: int, calls: list[CallRow], caller: str) -> Awaitable[ModelReply]:
+        task_header = headers.get(caller)
+        if task_header is None:
+            task_header = headers[caller] = {TASK_HEADER: task, EPISODE_HEADER: episode, CALLER_HEADER: caller}
+        return complete(messages, tools, calls=calls, turn=turn, caller=caller, task_header=task_header)
 
     return call
 
@@ -305,22 +311,30 @@ class Evaluation:
             return shared[model.name]  # the judge is one of the evaluated models: same limits
         return open_client(model, sessions)  # own session (proxy and CA settings), limits and route
 
-    def _specs(self, env: Environment, model: str) -> Iterator[EpisodeSpec]:
+    def _work(self, env: Environment) -> Iterator[tuple[Task, int]]:
+        """``env``'s (task, repeat) pairs to run, in order."""
         cfg = self.config
         for index, task in enumerate(env.tasks(cfg.split)):
             if cfg.limit is not None and index >= cfg.limit:
                 return
             for repeat in range(cfg.repeats):
-                yield EpisodeSpec(
-                    model=model, task=task, repeat=repeat, action_mode=cfg.action_mode, history=cfg.history,
-                    seed=cfg.seed, options=cfg.env_options.get(env.name, {}),
-                )  # fmt: skip
+                yield task, repeat
+
+    def _specs(self, env: Environment, model: str) -> Iterator[EpisodeSpec]:
+        cfg = self.config
+        for task, repeat in self._work(env):
+            yield EpisodeSpec(
+                model=model, task=task, repeat=repeat, action_mode=cfg.action_mode, history=cfg.history,
+                seed=cfg.seed, options=cfg.env_options.get(env.name, {}),
+            )  # fmt: skip
 
     def _count(self, env: Environment, model: str, done: set[str]) -> tuple[int, int]:
+        """(episodes, of which already done); the ids are made only when some are done (a resume)."""
         total = skipped = 0
-        for spec in self._specs(env, model):
+        for task, repeat in self._work(env):
             total += 1
-            skipped += spec.episode_id in done
+            if done:
+                skipped += episode_id(model, task, repeat) in done
         return total, skipped
 
     async def _feed(self, model: ModelConfig, env: Environment, client: ModelClient, judge: ModelClient | None, done: set[str],
@@ -360,7 +374,10 @@ class Evaluation:
         writer.submit(record)
         summary.episodes += 1
         summary.statuses[record.status] = summary.statuses.get(record.status, 0) + 1
-        summary.model_statuses.setdefault(record.model, Counter())[record.status] += 1
+        statuses = summary.model_statuses.get(record.model)
+        if statuses is None:  # (setdefault would make a Counter for every episode)
+            statuses = summary.model_statuses[record.model] = Counter()
+        statuses[record.status] += 1
         if record.status == "model_error":
             summary.model_errors.setdefault(record.model, Counter())[(record.error or "no message")[:240]] += 1
         for call in record.calls:

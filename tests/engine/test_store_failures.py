@@ -87,6 +87,32 @@ def _fill(folder: Path) -> Path:
 
 
 @pytest.mark.skipif(not _can_mount(), reason="needs root to mount a small tmpfs")
+async def test_values_of_another_type_than_their_field_are_stored_as_before(tmp_path):
+    # The writer converts a column with its field's type when every value has it (the fast path); a column holding a
+    # value of another type goes through pyarrow's own inference as before: an integer score is a number, while a
+    # token count 7.6 beside integer counts, True as a turn count or 1 as a verdict cannot be stored and become null,
+    # named in the episode's error (a typed conversion would have truncated 7.6 to 7 without a word).
+    store = Store(tmp_path / "t.duckdb")
+    run_id = store.begin_run({}, "fp", command="test", version="0", new_run=False)
+    writer = EpisodeWriter(store, run_id, "fp")
+    writer.start()
+    odd = _record("odd", score=1, n_turns=True)
+    odd.calls[0].input_tokens = 7.6  # type: ignore[assignment]
+    odd.turns[1].valid = 1  # type: ignore[assignment]
+    writer.submit(_record("good"))
+    writer.submit(odd)
+    await writer.close()
+    store.close()
+    assert writer.failure is None
+    path = tmp_path / "t.duckdb"
+    rows = query(path, "SELECT episode_id, score, n_turns, error FROM episodes ORDER BY episode_id")
+    assert rows[0] == ("good", 1.0, 1, None)
+    assert rows[1][:3] == ("odd", 1.0, None)
+    assert rows[1][3] == ("stored with null in place of values DuckDB cannot hold: n_turns (bool, not an integer), "
+                          "turns[1].valid (int, not a boolean), model_calls[0].input_tokens (float, not an integer)")
+    assert query(path, "SELECT episode_id, input_tokens FROM model_calls ORDER BY episode_id") == [("good", 3), ("odd", None)]
+
+
 async def test_disk_full_stops_the_run_with_one_line_and_a_rerun_resumes(tmp_path, monkeypatch):
     with _tmpfs(tmp_path / "small", "8m") as folder:
         out = folder / "full.duckdb"

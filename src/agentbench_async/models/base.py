@@ -253,22 +253,24 @@ class ModelClient(abc.ABC):
             url, headers, body = self._request(messages, tools)
             if task_header and self.config.task_header:
                 headers.update(task_header)
+            payload = dumps_body(body)
             try:
-                return await self._send(url, headers, body, estimate, calls, turn, caller, first)
+                # The first attempt straight from here (no coroutine in between: each one is resumed again at every
+                # wait of the HTTP exchange) and outside tenacity: most calls succeed, and the retry machinery costs ~50 us.
+                try:
+                    return await self._attempt(url, headers, payload, estimate, calls, turn, first, caller, body)
+                except RetryableModelError as exc:
+                    failure = exc
+                return await self._retry(url, headers, payload, body, estimate, calls, turn, caller, first, failure)
             except _Adapted as exc:  # the server refused a field left to the engine: once more with it adapted
                 first = len([c for c in calls if c.turn == turn and c.caller == caller]) + 1
                 if resent == _MAX_ADAPTATIONS:
                     raise ModelError(f"{self.config.name}: the server refused the request after adapting it: {exc}", fatal=True) from None
         raise AssertionError("unreachable")  # pragma: no cover
 
-    async def _send(self, url: str, headers: dict[str, str], body: dict[str, Any], estimate: int, calls: list[CallRow],
-                    turn: int, caller: str, first: int) -> ModelReply:  # fmt: skip
-        """One request with its retries (attempts numbered from ``first``)."""
-        payload = dumps_body(body)
-        try:  # the first attempt outside tenacity: most calls succeed, and the retry machinery costs ~50 us
-            return await self._attempt(url, headers, payload, estimate, calls, turn, first, caller, body)
-        except RetryableModelError as exc:
-            failure = exc
+    async def _retry(self, url: str, headers: dict[str, str], payload: bytes, body: dict[str, Any], estimate: int,
+                     calls: list[CallRow], turn: int, caller: str, first: int, failure: RetryableModelError) -> ModelReply:  # fmt: skip
+        """The retries of a request whose attempt ``first`` failed with ``failure``."""
         attempt_no = first
         last_refusal = getattr(failure, "signature", None)
         try:

@@ -184,6 +184,8 @@ class _Part:
     name: str
     level: int
     tables: list[str]
+    # a flush's own part keeps its tables until it is merged: the merge does not read back what was just written
+    rows: dict[str, pa.Table] | None = field(default=None, repr=False)
 
 
 class LivePublisher:
@@ -249,7 +251,7 @@ class LivePublisher:
         for table, data in rows.items():
             pq.write_table(data, folder / f"{table}.parquet", compression="zstd")
             self.bytes_written += (folder / f"{table}.parquet").stat().st_size
-        return _Part(name=name, level=level, tables=sorted(rows))
+        return _Part(name=name, level=level, tables=sorted(rows), rows=rows if level == 0 else None)
 
     def _merge(self) -> None:
         """Merge the trailing parts of one level, 8 at a time, up to ``_MAX_LEVEL``."""
@@ -260,7 +262,8 @@ class LivePublisher:
                 return
             merged: dict[str, pa.Table] = {}
             for table in (*LIVE_TABLES, "deletions"):
-                pieces = [pq.read_table(self.root / p.name / f"{table}.parquet") for p in tail if table in p.tables]
+                pieces = [p.rows[table] if p.rows is not None else pq.read_table(self.root / p.name / f"{table}.parquet")
+                          for p in tail if table in p.tables]  # fmt: skip
                 if pieces:
                     merged[table] = pa.concat_tables(pieces)
             if "live_turns" in merged and "deletions" in merged:

@@ -73,7 +73,11 @@ def problem(value: Any, sql_type: str) -> str | None:
 
 def details_json(details: Any) -> str:
     """An episode's details as strict JSON text (``NaN``/``Infinity`` are not JSON: ValueError)."""
-    return json.dumps(details, default=str, allow_nan=False)
+    return _DETAILS.encode(details)
+
+
+# json.dumps(details, default=str, allow_nan=False) builds this encoder anew on every call (once an episode)
+_DETAILS = json.JSONEncoder(default=str, allow_nan=False)
 
 
 def _json_problem(value: Any) -> str | None:

@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import os
 import time
+import typing
 from collections.abc import Callable
 from dataclasses import fields
 from operator import attrgetter
@@ -44,10 +45,43 @@ LiveSink = Callable[[list[TurnRow]], None]
 
 
 def _columns(objects: list[Any], names: tuple[str, ...]) -> dict[str, list[Any]]:
-    """The attributes ``names`` of ``objects`` as one list per name."""
-    if not objects:
-        return {name: [] for name in names}
-    return dict(zip(names, map(list, zip(*map(attrgetter(*names), objects)))))
+    """The attributes ``names`` of ``objects`` as one list per name (a C-level pass per name: ~1.3x faster than
+    transposing a tuple of every object's values)."""
+    return {name: list(map(attrgetter(name), objects)) for name in names}
+
+
+_ARROW_TYPES: dict[type, pa.DataType] = {int: pa.int64(), float: pa.float64(), str: pa.string(), bool: pa.bool_()}
+
+
+def _value_types(*classes: type) -> dict[str, type]:
+    """Column -> the one Python type its values have (``int | None`` -> int), for the fields of ``classes`` that have one."""
+    out: dict[str, type] = {}
+    for cls in classes:
+        for name, hint in typing.get_type_hints(cls).items():
+            kinds = [k for k in typing.get_args(hint) or (hint,) if k is not type(None)]
+            if len(kinds) == 1 and kinds[0] in _ARROW_TYPES:
+                out.setdefault(name, kinds[0])
+    return out
+
+
+# the text columns the writer adds (ids, the episode's details as JSON text), then the rows' own fields
+_VALUE_TYPES = {"run_id": str, "episode_id": str, "fingerprint": str, "model": str, "env": str, "details": str,
+                **_value_types(EpisodeRecord, TurnRow, CallRow)}  # fmt: skip
+
+
+def _table(columns: dict[str, Any]) -> pa.Table:
+    """Columns (lists of Python values, or Arrow arrays) as an Arrow table. A list whose values are all of its field's
+    type (or None) is converted with that type: what pyarrow would infer, without inferring (a pass over every value,
+    and an attempt to import dateutil for each list); any other list as pyarrow infers it (DuckDB casts it when
+    inserting, as before)."""
+    arrays = {}
+    for name, values in columns.items():
+        kind = _VALUE_TYPES.get(name)
+        if kind is not None and isinstance(values, list) and set(map(type, values)) <= {kind, type(None)}:
+            arrays[name] = pa.array(values, _ARROW_TYPES[kind])
+        else:
+            arrays[name] = pa.array(values) if isinstance(values, list) else values
+    return pa.table(arrays)
 
 
 def _timestamps(seconds: list[float]) -> pa.Array:
@@ -164,13 +198,13 @@ class EpisodeWriter:
             "model": [m for _, m, _, turns in kept for _ in turns], "env": [v for _, _, v, turns in kept for _ in turns],
         }  # fmt: skip
         cols["created_at"] = _timestamps(cols["created_at"])
-        return pa.table(cols)
+        return _table(cols)
 
     def _tables(self, batch: list[EpisodeRecord], live: list[tuple[str, str, str, list[TurnRow]]]) -> _Tables:
         """The batch as Arrow tables in the stored tables' column order (the INSERTs select *); raises on a
         value its column cannot hold (the caller makes the batch storable and builds again)."""
-        # the values are read by attrgetter tuples transposed with zip: ~5x faster than a getattr per field and
-        # row (this thread holds the GIL meanwhile)
+        # the values are read by attrgetter, a column at a time: ~5x faster than a getattr per field and row (this
+        # thread holds the GIL meanwhile)
         ep_cols: dict[str, list[Any]] = {c: [] for c in _EPISODE_COLUMNS}
         ep_cols.update(_columns(batch, _RECORD_COLUMNS))
         turns = [t for rec in batch for t in rec.turns]
@@ -188,7 +222,7 @@ class EpisodeWriter:
             for name in names:
                 cols[name] = _timestamps(cols[name])
         finished = {rec.episode_id for rec in batch}
-        return _Tables(pa.table(ep_cols), pa.table(turn_cols), pa.table(call_cols), self._live_table(live, finished), finished)
+        return _Tables(_table(ep_cols), _table(turn_cols), _table(call_cols), self._live_table(live, finished), finished)
 
     def _storable(self, batch: list[EpisodeRecord], live: list[tuple[str, str, str, list[TurnRow]]]) -> _Tables:
         """The batch's tables after every value its column cannot hold was set to null (named in the episode's error)."""
