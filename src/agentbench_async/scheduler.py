@@ -107,7 +107,6 @@ def agent_fn(client: ModelClient, spec: EpisodeSpec) -> AgentFn:
     """The episode's way to call ``client`` (with the mock model's task headers)."""
     t = spec.task
     task, episode = f"{t.env}/{t.split}/{t.source}/{t.task_id}", spec.episode_id
-    complete = client.complete
     headers: dict[str, dict[str, str]] = {}  # caller -> the headers of its calls, made once an episode
 
     # A plain function handing back the client's coroutine: no coroutine of its own to resume at every wait of a call
@@ -115,7 +114,7 @@ def agent_fn(client: ModelClient, spec: EpisodeSpec) -> AgentFn:
         task_header = headers.get(caller)
         if task_header is None:
             task_header = headers[caller] = {TASK_HEADER: task, EPISODE_HEADER: episode, CALLER_HEADER: caller}
-        return complete(messages, tools, calls=calls, turn=turn, caller=caller, task_header=task_header)
+        return client.complete(messages, tools, calls=calls, turn=turn, caller=caller, task_header=task_header)
 
     return call
 
