@@ -36,6 +36,7 @@ from .progress import Progress
 from .records import CallRow, EpisodeRecord
 from .store import EpisodeWriter, Store
 from .store.batch_ledger import BatchLedger
+from .store.db import new_run_id
 from .types import Message, ModelReply
 
 
@@ -90,6 +91,11 @@ def _start_failure(name: str, exc: BaseException) -> str:
     return f"{name}: the environment failed to start ({type(exc).__name__}: {text}); its episodes were not run"
 
 
+def _start_error(start: asyncio.Task[None]) -> BaseException | None:
+    """Why an ended start failed (None: it succeeded)."""
+    return asyncio.CancelledError("the start was cancelled") if start.cancelled() else start.exception()
+
+
 def raise_open_file_limit(wanted: int = 65536) -> int:
     """Thousands of sockets need file descriptors: raise the soft limit towards the hard one."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -132,6 +138,9 @@ class Evaluation:
         self._stopping = asyncio.Event()
         self._tasks: set[asyncio.Task[None]] = set()
         self._disabled_models: set[str] = set()
+        self._starting: dict[str, asyncio.Task[None]] = {}  # environment -> its start (run())
+        self._closed: set[str] = set()  # environments closed (or being closed)
+        self._registered = False  # the run's row is in the file (after every start settled)
         self._ledger: BatchLedger | None = None
         self._retry_after_caps = {m.name: m.retry_after_max_s for m in [*config.models, config.judge] if m is not None}
 
@@ -145,7 +154,6 @@ class Evaluation:
     async def run(self) -> RunSummary:
         cfg = self.config
         raise_open_file_limit()
-        summary_envs: dict[str, str] = {}
         envs: dict[str, Environment] = {}
         store = Store(cfg.out)
         fingerprint = cfg.fingerprint()
@@ -153,43 +161,24 @@ class Evaluation:
         try:
             done = store.done_episode_ids(fingerprint)
             counts: dict[tuple[str, str], tuple[int, int]] = {}  # (model, env) -> (episodes, already done)
-            failed_starts: list[str] = []  # environments whose start() raised: one line each
             for name in cfg.envs:
                 env = make_env(name, data_dir=cfg.env_data_dir(name), options=cfg.env_options.get(name))
                 # counting reads the task files: a bad one fails before any server starts
-                env_counts = {model.name: self._count(env, model.name, done) for model in cfg.models}
-                try:
-                    await self._start_env(env)
-                except (ConfigError, TaskFileError):  # the user's option or file: one line before any call, exit 2
-                    with contextlib.suppress(Exception):
-                        await self._close_env(env)
-                    raise
-                except EnvUnavailableError as exc:
-                    if not self.skip_unavailable_envs:
-                        raise
-                    summary_envs[name] = str(exc)
-                    self.console.print(f"[yellow]skipping {name}: {exc}[/yellow]")
-                    continue
-                except Exception as exc:  # noqa: BLE001 - one environment's failure must not end the run
-                    failed_starts.append(_start_failure(name, exc))
-                    self.console.print(f"[red]error: {failed_starts[-1]}[/red]", highlight=False, soft_wrap=True)
-                    with contextlib.suppress(Exception):
-                        await self._close_env(env)
-                    continue
+                counts.update({(model.name, name): self._count(env, model.name, done) for model in cfg.models})
                 envs[name] = env
-                counts.update({(model, name): c for model, c in env_counts.items()})
-            if cfg.data_dir is not None:  # where each one's tasks come from (stored per episode: source)
-                for name, line in cfg.task_sources().items():
-                    if name in envs:
-                        self.console.print(f"{name}: {line}", markup=False, highlight=False, soft_wrap=True)
-            run_id = store.begin_run(cfg.public_dict(), fingerprint, command=self.command, version=__version__, new_run=cfg.new_run)
-            summary = RunSummary(run_id=run_id, out=str(cfg.out), unavailable_envs=summary_envs)
-            summary.fatal_errors.extend(failed_starts)  # the others run; the exit code says one failed
-            writer = EpisodeWriter(store, run_id, fingerprint, replace=store.rerun_episode_ids(fingerprint), progress=self.progress.snapshot,
+            store.check_run(cfg.public_dict(), fingerprint, new_run=cfg.new_run)  # another config's file: refused before any start
+            # Every environment starts now, at once; each one's episodes begin as soon as it has started (_env_episodes). The
+            # run is registered and the writer started once every start has settled (_settle_starts): a start that fails on
+            # the user's option or file stops the run with nothing stored (before any call when the start finds it before
+            # its first wait: the files an environment reads when it starts).
+            self._starting = {name: asyncio.create_task(self._start_env(env), name=f"start {name}") for name, env in envs.items()}
+            await asyncio.sleep(0)  # each start runs to its first wait (a server or worker spawned) while the rest is set up
+            summary = RunSummary(run_id=new_run_id(), out=str(cfg.out))
+            writer = EpisodeWriter(store, summary.run_id, fingerprint, replace=store.rerun_episode_ids(fingerprint),
+                                   progress=self.progress.snapshot,
                                    on_failure=lambda _: self.stop())  # a write failed (disk full, file removed): stop  # fmt: skip
-            writer.start()
             models = [m for m in [*cfg.models, cfg.judge] if m is not None]
-            self._ledger = BatchLedger(store, run_id, fingerprint) if any(m.batch for m in models) else None
+            self._ledger = BatchLedger(store, summary.run_id, fingerprint) if any(m.batch for m in models) else None
             try:
                 await self._run_streams(envs, done, counts, writer, summary)
             finally:
@@ -199,14 +188,10 @@ class Evaluation:
                 summary.rows_written, summary.write_seconds = writer.rows_written, writer.write_seconds
                 if writer.live_error:
                     self.console.print(f"[yellow]warning: {writer.live_error}[/yellow]", highlight=False)
-                if writer.failure is None:
-                    store.finish_run(run_id, interrupted=summary.interrupted, adapted=summary.adapted)
+                if self._registered and writer.failure is None:
+                    store.finish_run(summary.run_id, interrupted=summary.interrupted, adapted=summary.adapted)
         finally:
-            for env in envs.values():
-                try:
-                    await self._close_env(env)
-                except Exception as exc:  # noqa: BLE001 - report, keep closing the others
-                    self.console.print(f"[yellow]closing {env.name} failed: {exc}[/yellow]")
+            await asyncio.gather(*(self._close_when_started(env) for env in envs.values()))  # those still open
             try:
                 store.close()
             except StoreError:
@@ -216,6 +201,64 @@ class Evaluation:
             raise writer.failure  # the run stopped: one line naming the file and the cause; a re-run resumes
         return summary
 
+    def _ends_the_run(self, start: asyncio.Task[None]) -> bool:
+        """Whether ``start`` has failed in a way that stops the run: the user's option or file, or (when the run named
+        its environments) an environment that cannot run here."""
+        exc = _start_error(start) if start.done() else None
+        return isinstance(exc, (ConfigError, TaskFileError)) or (isinstance(exc, EnvUnavailableError) and not self.skip_unavailable_envs)
+
+    async def _settle_starts(self, envs: dict[str, Environment], writer: EpisodeWriter, summary: RunSummary) -> None:
+        """Once every start has ended: say which environments did not start and where each one's tasks come from (in the
+        config's order), register the run and start the writer (episodes that ended before are written at its first
+        flush). A start that ends the run stops it at once: nothing stored, its one line raised (exit 2)."""
+        cfg = self.config
+        pending = set(self._starting.values())
+        while pending:
+            _, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            fatal = next((_start_error(t) for t in self._starting.values() if self._ends_the_run(t)), None)
+            if fatal is not None:  # the episodes begun are cancelled, not stored; the starts still running are closed after
+                self.stop()
+                raise fatal
+        errors = {name: _start_error(task) for name, task in self._starting.items()}
+        for name, exc in errors.items():
+            if isinstance(exc, EnvUnavailableError):
+                summary.unavailable_envs[name] = str(exc)
+                self.console.print(f"[yellow]skipping {name}: {exc}[/yellow]")
+            elif exc is not None:  # one environment's failure does not end the run; the exit code says one failed
+                summary.fatal_errors.append(_start_failure(name, exc))
+                self.console.print(f"[red]error: {summary.fatal_errors[-1]}[/red]", highlight=False, soft_wrap=True)
+        if cfg.data_dir is not None:  # where each one's tasks come from (stored per episode: source)
+            for name, line in cfg.task_sources().items():
+                if name in envs and errors.get(name) is None:
+                    self.console.print(f"{name}: {line}", markup=False, highlight=False, soft_wrap=True)
+        try:
+            writer.store.begin_run(cfg.public_dict(), writer.fingerprint, command=self.command, version=__version__,
+                                   new_run=cfg.new_run, run_id=summary.run_id)  # fmt: skip
+        except StoreError:
+            self.stop()
+            raise
+        self._registered = True
+        writer.start()
+
+    async def _close_when_started(self, env: Environment) -> None:
+        """Close ``env`` once its start has ended (once only). A close that fails after a start that succeeded is one line
+        and the others go on; after a failed start, what it had set up is released quietly (its start said why)."""
+        start = self._starting.get(env.name)
+        if start is None or env.name in self._closed:
+            return  # never started (the run failed before the starts), or closed already
+        await asyncio.wait([start])
+        if env.name in self._closed:
+            return
+        self._closed.add(env.name)
+        if _start_error(start) is not None:
+            with contextlib.suppress(Exception):
+                await self._close_env(env)
+            return
+        try:
+            await self._close_env(env)
+        except Exception as exc:  # noqa: BLE001 - report, keep closing the others
+            self.console.print(f"[yellow]closing {env.name} failed: {exc}[/yellow]")
+
     async def _run_streams(self, envs: dict[str, Environment], done: set[str], counts: dict[tuple[str, str], tuple[int, int]],
                            writer: EpisodeWriter, summary: RunSummary) -> None:  # fmt: skip
         cfg = self.config
@@ -223,7 +266,10 @@ class Evaluation:
         start = loop.time()
         sessions: list[aiohttp.ClientSession] = []
         clients: dict[str, ModelClient] = {}
+        settled = asyncio.create_task(self._settle_starts(envs, writer, summary))
         try:
+            if self._ledger is not None:  # batch requests are recorded against the registered run: none before every start
+                await asyncio.shield(settled)
             for model in cfg.models:
                 clients[model.name] = self._client(model, sessions)
             judge = self._client(cfg.judge, sessions, shared=clients) if cfg.judge else None
@@ -232,14 +278,6 @@ class Evaluation:
             judge = batched[id(judge)] if judge is not None else None
             self.progress.clients = list(clients.values()) + ([judge] if judge and judge not in clients.values() else [])
             global_sem = asyncio.Semaphore(cfg.max_concurrency)
-            env_sems = {name: asyncio.Semaphore(min(self._capacity(env), cfg.max_concurrency)) for name, env in envs.items()}
-            streams = []
-            for model in cfg.models:
-                for name, env in envs.items():
-                    total, skipped = counts[(model.name, name)]
-                    summary.skipped += skipped
-                    self.progress.add_stream(model.name, name, total - skipped)
-                    streams.append((model, env))
             # Python's GC walking thousands of live objects is most of the cost at high concurrency:
             # freeze what exists now and collect the young generation far less often. The young generation
             # is counted as allocations minus deallocations of any age, so while the episodes in flight are
@@ -256,13 +294,13 @@ class Evaluation:
             try:
                 self._install_sigint(loop)
                 with self.progress:
-                    feeders = [
-                        asyncio.create_task(self._feed(model, env, clients[model.name], judge, done, global_sem, env_sems[env.name], writer, summary))
-                        for model, env in streams
-                    ]
-                    await asyncio.gather(*feeders)
+                    runs = [self._env_episodes(env, clients, judge, done, counts, global_sem, writer, summary) for env in envs.values()]
+                    results = await asyncio.gather(settled, *runs, return_exceptions=True)
                     while self._tasks:
                         await asyncio.gather(*list(self._tasks), return_exceptions=True)
+                    for result in results:
+                        if isinstance(result, BaseException):
+                            raise result  # the start that stopped the run (settled first), else a bug
             finally:
                 try:
                     # the writer's last flush (up to a second of finished episodes) still with the GC tuned:
@@ -274,6 +312,11 @@ class Evaluation:
                     gc.unfreeze()
                     self._remove_sigint(loop)
         finally:
+            if not settled.done():  # failed before the episodes began: stop; the starts still settle
+                self.stop()
+                await asyncio.wait([settled])
+            if not settled.cancelled():
+                settled.exception()  # retrieved: the error on its way out is the one the user gets
             for c in {id(c): c for c in self.progress.clients}.values():
                 if isinstance(c, BatchClient):
                     await c.aclose()  # batches in progress stay recorded in the file: a resumed run collects them
@@ -285,6 +328,29 @@ class Evaluation:
         summary.retries = sum(c.stats["retries"] for c in self.progress.clients)
         named = [*clients.items(), *([(cfg.judge.name, judge)] if cfg.judge is not None and judge is not None else [])]
         summary.adapted = {name: what for name, c in named if (what := adaptations(c.stats))}
+
+    async def _env_episodes(self, env: Environment, clients: dict[str, ModelClient], judge: ModelClient | None, done: set[str],
+                            counts: dict[tuple[str, str], tuple[int, int]], global_sem: asyncio.Semaphore, writer: EpisodeWriter,
+                            summary: RunSummary) -> None:  # fmt: skip
+        """One environment's episodes, every model's, from the moment it has started; then its close (the others run on)."""
+        start = self._starting[env.name]
+        await asyncio.wait([start])
+        if _start_error(start) is not None or any(self._ends_the_run(t) for t in self._starting.values()):
+            return  # _settle_starts says why
+        env_sem = asyncio.Semaphore(min(self._capacity(env), self.config.max_concurrency))
+        tasks: set[asyncio.Task[None]] = set()
+        feeders = []
+        for model in self.config.models:
+            total, skipped = counts[(model.name, env.name)]
+            summary.skipped += skipped
+            self.progress.add_stream(model.name, env.name, total - skipped)
+            feeders.append(self._feed(model, env, clients[model.name], judge, done, global_sem, env_sem, writer, summary, tasks))
+        try:
+            await asyncio.gather(*feeders)
+            while tasks:
+                await asyncio.gather(*list(tasks), return_exceptions=True)
+        finally:
+            await self._close_when_started(env)  # nothing of this environment runs any more: release it while the others run
 
     async def _batched(self, client: ModelClient, done: set[str]) -> ModelClient:
         """A model with ``batch:`` sends its requests through its provider's batch API."""
@@ -337,7 +403,9 @@ class Evaluation:
         return total, skipped
 
     async def _feed(self, model: ModelConfig, env: Environment, client: ModelClient, judge: ModelClient | None, done: set[str],
-                    global_sem: asyncio.Semaphore, env_sem: asyncio.Semaphore, writer: EpisodeWriter, summary: RunSummary) -> None:  # fmt: skip
+                    global_sem: asyncio.Semaphore, env_sem: asyncio.Semaphore, writer: EpisodeWriter, summary: RunSummary,
+                    tasks: set[asyncio.Task[None]]) -> None:  # fmt: skip
+        """Admit ``model``'s episodes of ``env`` one by one under the limits; ``tasks`` gets each one's task."""
         for spec in self._specs(env, model.name):
             if spec.episode_id in done:
                 continue
@@ -355,6 +423,8 @@ class Evaluation:
             task = asyncio.create_task(self._one(env, spec, agent_fn(client, spec), judge_fn, writer, summary, global_sem, env_sem))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
+            tasks.add(task)
+            task.add_done_callback(tasks.discard)
 
     async def _one(self, env: Environment, spec: EpisodeSpec, agent: AgentFn, judge: AgentFn | None, writer: EpisodeWriter,
                    summary: RunSummary, global_sem: asyncio.Semaphore, env_sem: asyncio.Semaphore) -> None:  # fmt: skip

@@ -32,6 +32,11 @@ def connect(path: Path, *, read_only: bool = False) -> duckdb.DuckDBPyConnection
         raise StoreError(f"{path}: not a DuckDB file this program can read ({str(exc).splitlines()[0]})") from None
 
 
+def new_run_id() -> str:
+    """A run's id (``runs.run_id``)."""
+    return uuid.uuid4().hex[:12]
+
+
 # What DuckDB raises when the file cannot be written (disk full, file or folder removed, permissions, a failed
 # commit, the database invalidated after one of these); other errors are bugs and keep their traceback.
 WRITE_FAILURES = (duckdb.IOException, duckdb.FatalException, duckdb.TransactionException, duckdb.PermissionException,
@@ -62,8 +67,8 @@ class Store:
             self.con.close()
             raise write_failure(path, exc, "preparing the tables") from None
 
-    def begin_run(self, config: dict[str, Any], fingerprint: str, *, command: str, version: str, new_run: bool) -> str:
-        """Register this invocation. Refuse a file that holds other configs unless ``new_run``."""
+    def check_run(self, config: dict[str, Any], fingerprint: str, *, new_run: bool) -> None:
+        """Refuse a file that holds other configs unless ``new_run`` (before anything of the run starts)."""
         rows = self.con.execute("SELECT DISTINCT fingerprint FROM runs").fetchall()
         known = {r[0] for r in rows}
         if known and fingerprint not in known and not new_run:
@@ -72,7 +77,12 @@ class Store:
                 f"{self.path} holds results of a different run config{_differences(row[0] if row else None, config)}; "
                 f"use another --out file, or pass --new-run to add this config to the same file"
             )
-        run_id = uuid.uuid4().hex[:12]
+
+    def begin_run(self, config: dict[str, Any], fingerprint: str, *, command: str, version: str, new_run: bool,
+                  run_id: str | None = None) -> str:  # fmt: skip
+        """Register this invocation (as ``run_id``, or a new id) after ``check_run``; returns its id."""
+        self.check_run(config, fingerprint, new_run=new_run)
+        run_id = run_id or new_run_id()
         try:
             self.con.execute(
                 "INSERT INTO runs (run_id, created_at, config, fingerprint, command, version) VALUES (?, ?, ?, ?, ?, ?)",
