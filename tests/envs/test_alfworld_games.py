@@ -194,6 +194,13 @@ async def test_closed_games_release_their_memory() -> None:
         await pool.close()
 
 
+async def test_game_workers_run_below_the_engines_cpu_priority(env: ALFWorldEnvironment) -> None:
+    # on busy cores the engine's event loop (which times every model call) runs before a game's CPU work
+    assert env.pool is not None and env.pool.worker_pids
+    engine = os.getpriority(os.PRIO_PROCESS, 0)
+    assert [os.getpriority(os.PRIO_PROCESS, pid) for pid in env.pool.worker_pids] == [min(engine + 10, 19)] * len(env.pool.worker_pids)
+
+
 def _upstream_first_prompt(data_dir: Path, game: str, reset: str, commands: list[str]) -> list[dict[str, str]]:
     """v0.2's ``ALFWorld.alfworld_run`` before the first model call, rebuilt from its source file's strings (taken
     out with a regex and literal_eval, independently of the environment's reader); "agent" is sent as "assistant"."""

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import EnvError, EnvUnavailableError
+from ...processes import lower_priority
 from .worker import KEPT_FOLDER_VARIABLE
 
 _START_TIMEOUT = 120.0  # importing textworld on a loaded 2-core machine
@@ -68,6 +69,7 @@ class _Worker:
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
             limit=_LINE_LIMIT, env=environ,
         )  # fmt: skip
+        lower_priority(self.proc.pid)  # before its imports: a game's CPU never delays the engine's model calls
         ready: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._pending[0] = ready
         self._tasks = [asyncio.create_task(self._read_answers()), asyncio.create_task(self._read_stderr())]
