@@ -13,6 +13,7 @@ head of the kept tail without their assistant call are dropped as well.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from typing import Literal
@@ -25,6 +26,10 @@ AGENTBENCH_SEGMENT_BUDGET = 3500
 
 def count_segments(text: str) -> int:
     """AgentBench's length measure for the history budget."""
+    return _count_remembered(text) if len(text) <= _REMEMBERED_LENGTH else _count(text)
+
+
+def _count(text: str) -> int:
     if text.isascii():  # the common case: one regex match per segment, no Python loop per character
         return len(_ASCII_SEGMENT.findall(text))
     segments = 0
@@ -46,6 +51,13 @@ def count_segments(text: str) -> int:
 
 # On ASCII text str.isalpha() is [A-Za-z]; a greedy {1,7} splits a run of letters as the rule does.
 _ASCII_SEGMENT = re.compile(r"[A-Za-z]{1,7}|[^A-Za-z \n]")
+
+# Every turn counts the messages of the conversation again, and the episodes of an environment share their instructions
+# and examples: the whole test split of all eight environments counted 12.3 M characters in 28,033 calls, of which 2,170
+# different texts of 1.1 M characters. The counts of the last 4,096 texts up to 16,384 characters are kept (at most 64 M
+# characters held, ~1 M in that run).
+_REMEMBERED_LENGTH = 16384
+_count_remembered = functools.lru_cache(maxsize=4096)(_count)
 
 
 def _full(messages: list[Message]) -> list[Message]:

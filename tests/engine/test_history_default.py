@@ -50,6 +50,10 @@ def test_segment_count_matches_the_rule_on_any_text() -> None:
         for _ in range(300):
             text = "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 60)))
             assert count_segments(text) == _segments_char_by_char(text), text
+            assert count_segments(text) == _segments_char_by_char(text), text  # the count remembered is the same
+    long_texts = ["word, " * 3000, "wörd, " * 3000]  # longer than the texts whose counts are remembered
+    for text in long_texts:
+        assert count_segments(text) == count_segments(text) == _segments_char_by_char(text) == 6000
 
 
 def test_short_conversations_are_sent_whole_and_long_ones_cut_at_the_budget() -> None:
