@@ -15,7 +15,9 @@ from aiohttp import web
 from engine_support import echo_config, query, run, serve_app, start_mock
 
 from agentbench_async.envs.kg.backends import HttpSparqlBackend
+from agentbench_async.errors import ConfigError
 from agentbench_async.mock.server import MockModelServer, MockOptions
+from agentbench_async.models.network import route
 
 _PROXY_VARS = ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy",
                "SSL_CERT_FILE", "SSL_CERT_DIR")  # fmt: skip
@@ -205,3 +207,17 @@ async def test_tls_needs_the_ca_bundle_or_ssl_cert_file(tmp_path, tls_mock, prox
     via_env = await run(echo_config(tmp_path / "e.duckdb", base_url, limit=1))
     assert via_env.statuses == {"completed": 1}
     assert ("CONNECT", f"127.0.0.1:{server.port}") in proxy.seen, "HTTPS goes through the proxy as a CONNECT tunnel"
+
+
+def test_the_ca_store_is_loaded_only_for_servers_reached_over_tls(tmp_path):
+    # An http:// server gets aiohttp's default context (used only should a redirect lead to https): no ~50 ms of loading
+    # the CA store per model client at start-up; https:// and a configured ca_bundle get their own, checked as before.
+    assert route("http://127.0.0.1:8000/v1").ssl is True
+    assert isinstance(route("https://api.openai.com/v1").ssl, ssl.SSLContext)
+    ca = trustme.CA()
+    pem = tmp_path / "ca.pem"
+    ca.cert_pem.write_to_path(str(pem))
+    assert isinstance(route("http://127.0.0.1:8000/v1", ca_bundle=pem).ssl, ssl.SSLContext)
+    (tmp_path / "bad.pem").write_text("not a certificate")
+    with pytest.raises(ConfigError, match="bad.pem is not a readable PEM file"):
+        route("http://127.0.0.1:8000/v1", ca_bundle=tmp_path / "bad.pem", where="model 'm'.proxy")

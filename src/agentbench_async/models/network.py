@@ -36,7 +36,9 @@ class Route:
 
     proxy: str | None
     proxy_auth: aiohttp.BasicAuth | None
-    ssl: ssl.SSLContext
+    # True for an http:// server without a ca_bundle: aiohttp's own default verifying context (made when aiohttp is
+    # imported), used only should a redirect lead to https; loading the CA store again costs ~50 ms of CPU per client
+    ssl: ssl.SSLContext | bool
 
 
 def ssl_context(ca_bundle: str | Path | None = None, *, where: str = "ca_bundle") -> ssl.SSLContext:
@@ -55,12 +57,18 @@ def route(url: str, *, proxy: str | None = None, ca_bundle: str | Path | None = 
     if proxy:
         if not proxy.startswith("http://"):
             raise ConfigError(f"{where}: {redact_url(proxy)!r} is not an http:// proxy URL (aiohttp speaks to proxies over http)")
-        return Route(proxy, None, ssl_context(ca_bundle, where=where.replace("proxy", "ca_bundle")))
+        return Route(proxy, None, _tls(url, ca_bundle, where))
     try:
         env_proxy, auth = get_env_proxy_for_url(URL(url))
     except LookupError:  # no proxy for this scheme, or the host is in NO_PROXY
         env_proxy, auth = None, None
-    return Route(str(env_proxy) if env_proxy else None, auth, ssl_context(ca_bundle, where=where.replace("proxy", "ca_bundle")))
+    return Route(str(env_proxy) if env_proxy else None, auth, _tls(url, ca_bundle, where))
+
+
+def _tls(url: str, ca_bundle: str | Path | None, where: str) -> ssl.SSLContext | bool:
+    if ca_bundle is None and urlsplit(url).scheme == "http":
+        return True
+    return ssl_context(ca_bundle, where=where.replace("proxy", "ca_bundle"))
 
 
 def client_session(target: Route, *, limit: int = 100, timeout: aiohttp.ClientTimeout | None = None, **connector: Any) -> aiohttp.ClientSession:

@@ -86,6 +86,7 @@ class EchoEnvironment(Environment):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        self._cpu_ms = self.option("cpu_ms", 0.0)  # read once: every episode's session takes it
         turns = self.option("turns", 0)
         if turns >= type(self).max_turns:  # longer tasks (option turns) get their turns plus the one over the limit
             self.max_turns = turns + 1  # type: ignore[misc]
@@ -108,7 +109,7 @@ class EchoEnvironment(Environment):
         return Task(env=self.name, split=split, task_id=task_id, data={"numbers": _numbers(split, index, turns)})
 
     async def open_session(self, task: Task, ctx: EpisodeContext) -> Session:
-        return _EchoSession(task, ctx, self.option("cpu_ms", 0.0))
+        return _EchoSession(task, ctx, self._cpu_ms)
 
 
 class _EchoSession(Session):
