@@ -204,9 +204,10 @@ async def test_cluster_run_matches_a_local_run_under_an_enforced_rate_limit(clus
 async def test_killing_a_worker_node_mid_run_loses_nothing(cluster: _Cluster, tmp_path: Path) -> None:
     extra = cluster.add_node(tmp_path / "node2.log")  # a third node, killed mid-run
     server = await start_mock(latency_ms=250)
-    try:  # 60 episodes of 3 turns, 12 at a time: about 4 s of work, 4 episodes in flight on each worker
+    try:  # 100 episodes of 3 turns, 12 at a time: about 6 s of work (with 60, a fast run could end before the
+        # first live snapshot), 4 episodes in flight on each worker
         out = tmp_path / "r.duckdb"
-        raw = _config(out, server.base_url, ["echo"], max_concurrency=12, env_options={"echo": {"tasks": 60, "turns": 3}})
+        raw = _config(out, server.base_url, ["echo"], max_concurrency=12, env_options={"echo": {"tasks": 100, "turns": 3}})
         (tmp_path / "run.yaml").write_text(yaml.safe_dump(raw))
         running = asyncio.ensure_future(_agentbench(cluster, "run", "--config", str(tmp_path / "run.yaml"), "--ray", cluster.address, "--no-progress"))
         deadline = time.monotonic() + 120
@@ -234,7 +235,7 @@ async def test_killing_a_worker_node_mid_run_loses_nothing(cluster: _Cluster, tm
     lost = re.search(r"1 lost, (\d+) episodes re-run after a loss", err)
     assert lost and int(lost.group(1)) > 0, err
     rows = query(out, "SELECT count(*), count(DISTINCT episode_id), count(*) FILTER (WHERE status = 'completed' AND success) FROM episodes")
-    assert rows == [(60, 60, 60)], query(out, "SELECT status, error, count(*) FROM episodes GROUP BY ALL")  # every episode stored once, each a full, correct run
+    assert rows == [(100, 100, 100)], query(out, "SELECT status, error, count(*) FROM episodes GROUP BY ALL")  # every episode stored once, each a full, correct run
     assert query(out, "SELECT count(*) FROM live_turns") == [(0,)]  # no live turn outlives its stored episode
 
 
