@@ -143,3 +143,22 @@ async def test_episodes_nobody_can_play_are_left_for_resume(tmp_path):
     assert await running == [None] * 4
     assert cluster.unrun == {"echo": 4}
     assert "not run (no worker left for echo): 4, resume runs them" in cluster.summary_line()
+
+
+async def test_live_turns_of_episodes_that_ended_are_not_sent_again(tmp_path):
+    # A worker hands the driver the turns of its running episodes about once a second (for live readers of the file);
+    # an episode that ended since then comes back with all its turns in its record, so its live turns stay behind.
+    from agentbench_async.distributed.worker import EpisodeWorker
+    from agentbench_async.records import TurnRow
+
+    cfg = build_config({"out": tmp_path / "x.duckdb", "envs": ["echo"], "models": ["m"]}, where="test")
+    worker = EpisodeWorker(0, cfg, broker=None)
+    running = asyncio.get_running_loop().create_future()
+    worker._running["m/echo/dev/t1/0"] = running  # type: ignore[assignment]
+    for episode in ("m/echo/dev/t1/0", "m/echo/dev/t2/0"):  # t2 has ended (no longer running)
+        worker._live_sink(episode, "m", "echo")([TurnRow(turn=0, seq=0, role="user", content=f"{episode} asks")])
+    live, stats = unpack(await worker.drain())
+    assert [(episode, [row.content for row in rows]) for episode, _, _, rows in live] == [("m/echo/dev/t1/0", ["m/echo/dev/t1/0 asks"])]
+    assert "cpu_seconds" in stats
+    assert unpack(await worker.drain())[0] == []  # each turn is sent once
+    running.cancel()

@@ -148,9 +148,12 @@ class EpisodeWorker:
         return True
 
     async def drain(self) -> bytes:
-        """Turns of running episodes since the last call (for live readers of the file) and the counters, ``pack``ed."""
+        """Turns of running episodes since the last call (for live readers of the file) and the counters, ``pack``ed.
+        Those of episodes that have ended since are left out: their records carry every turn (the driver would drop
+        them too), so most turns are no longer pickled, sent and unpickled twice."""
         live, self._live = self._live, []
-        return pack((live, self.stats()))
+        running = self._running
+        return pack(([item for item in live if item[0] in running], self.stats()))
 
     def stats(self) -> dict[str, Any]:
         """Each client's counters (calls, retries, errors, tokens) by model name, and the grants that came too late."""
