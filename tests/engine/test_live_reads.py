@@ -126,8 +126,11 @@ def test_a_long_episode_is_visible_turn_by_turn(tmp_path: Path, mock_url: str) -
     shown = ""
     while proc.poll() is None:
         with load(out) as res:
-            if res.live_files and res.sql("SELECT count(*) FROM episodes").item() == 0:
-                progress.append(res.sql("SELECT coalesce(max(turn), 0) FROM live_turns").item())
+            # one query, so one snapshot: the run may end between two queries (the second then reads the closed
+            # file, where the finished episodes' live turns are gone)
+            done, turn = res.sql("SELECT (SELECT count(*) FROM episodes), (SELECT coalesce(max(turn), 0) FROM live_turns)").row(0)
+            if res.live_files and done == 0:
+                progress.append(turn)
                 seen_at.append(time.monotonic())
                 if not shown and progress[-1] >= 3:
                     episode = res.sql("SELECT min(episode_id) FROM live_turns").item()
