@@ -231,26 +231,26 @@ class AgentShell:
         self._pid_events = self._sandbox.pids_limit_hit()
         return True
 
-    async def close(self, *, sandbox_closing: bool = False) -> None:
-        """Close the terminal and kill the shell's session; ``sandbox_closing``: the caller closes the whole
-        sandbox next (which kills every process in it), so only the terminal is closed here."""
+    def close_terminal(self) -> None:
+        """Close the terminal and forget the shell, leaving its processes to whoever closes the sandbox next
+        (which kills every process in it)."""
         if self._master >= 0:
             with contextlib.suppress(Exception):
                 asyncio.get_running_loop().remove_reader(self._master)
             with contextlib.suppress(OSError):
                 os.close(self._master)
             self._master = -1
-        proc, self._proc = self._proc, None
-        if sandbox_closing:
-            proc = None
-            self._shell_pid = 0
-        for pgid in {self._shell_pid, proc.pid if proc else 0} - {0}:
+        self._proc, self._shell_pid, self._eof = None, 0, False
+
+    async def close(self) -> None:
+        """Close the terminal and kill the shell's session (the sandbox stays up)."""
+        proc, shell_pid = self._proc, self._shell_pid
+        self.close_terminal()
+        for pgid in {shell_pid, proc.pid if proc else 0} - {0}:
             await self._sandbox.kill_group(pgid)  # the shell's session (it is its own group leader)
-        self._shell_pid = 0
         if proc is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(proc.wait(), timeout=5)
-        self._eof = False
 
 
 def _clean(raw: bytes) -> str:

@@ -8,7 +8,9 @@ closed in the background. :meth:`Spares.close` (the environment's close) waits f
 closes the spares, so a run leaves nothing behind.
 
 Spares are made only once an environment has begun a second episode on the same event loop (a stream of
-episodes, not a one-off), and never for an event loop other than the one that made them.
+episodes, not a one-off), and never for an event loop other than the one that made them. (Spares left by an
+event loop that ended are dropped, not closed: their processes belong to that loop. Their wardens exit when
+their sockets are collected, killing the sandboxes; the next run's sweep removes their state folders.)
 """
 
 from __future__ import annotations
@@ -36,12 +38,9 @@ class Machine:
 
     async def close(self) -> None:
         """Never raises."""
-        try:
-            await self.shell.close(sandbox_closing=True)
-        except Exception:  # noqa: BLE001 - closing the sandbox kills the shell anyway
-            pass
-        finally:
-            await self.sandbox.close()
+        with contextlib.suppress(Exception):  # closing the sandbox kills the shell anyway
+            self.shell.close_terminal()
+        await self.sandbox.close()
 
 
 class Spares:
