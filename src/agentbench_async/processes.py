@@ -18,15 +18,26 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
-# How much lower than the engine's the CPU priority of its CPU-bound helper processes is (alfworld's game workers): when
-# the cores are busy the engine's event loop, which times every model call, runs first; on idle cores it changes nothing.
+# How much lower than the engine's the CPU priority of the processes it starts to do work beside it is (alfworld's game
+# workers, MariaDB, the os sandboxes): when the cores are busy the engine's event loop, which times every model call,
+# runs first; on idle cores it changes nothing.
 HELPER_NICENESS = 10
 
 
 def lower_priority(pid: int, by: int = HELPER_NICENESS) -> None:
-    """Give process ``pid`` a CPU priority ``by`` steps below this process's (nice value, at most 19); a process that
-    has already ended, or a system that refuses, keeps the priority it has."""
+    """Give process ``pid`` (and what it starts later) a CPU priority ``by`` steps below this process's (nice value, at
+    most 19). A process that leads its own session also gets its session's scheduling group lowered: with the kernel's
+    autogroup scheduling (``/proc/sys/kernel/sched_autogroup_enabled``, on by default in many distributions) every
+    session shares the CPU as one unit whatever its processes' nice values. A process that has already ended, or a
+    system that refuses (an ordinary user cannot change another user's process), keeps the priority it has."""
+    nice = min(os.getpriority(os.PRIO_PROCESS, 0) + by, 19)
     try:
-        os.setpriority(os.PRIO_PROCESS, pid, min(os.getpriority(os.PRIO_PROCESS, 0) + by, 19))
+        os.setpriority(os.PRIO_PROCESS, pid, nice)
     except OSError:
+        pass
+    try:
+        if os.getsid(pid) == pid and os.getsid(pid) != os.getsid(0):
+            with open(f"/proc/{pid}/autogroup", "w", encoding="ascii") as group:
+                group.write(str(nice))
+    except OSError:  # no autogroup support, or not ours to change
         pass

@@ -268,3 +268,30 @@ async def test_scripts_start_with_default_signal_handling(sandboxed: None) -> No
         for check in (False, True):
             code, out = await run_script(ep.session._sandbox, {"language": "bash", "code": "grep SigIgn /proc/self/status; yes | head -1"}, [], 30, check=check)
             assert code == 0 and out == "SigIgn:\t0000000000000000\ny\n", out
+
+
+async def test_the_agents_processes_share_the_cpu_below_the_engine_and_cannot_raise_it(sandboxed: None) -> None:
+    """A model's CPU-bound commands (an `apt` run, a busy loop) must not slow the engine's event loop, which times every
+    model call: the agent's shell and the checks run 10 nice steps below the engine, and their scheduling groups
+    (the kernel's autogroups, one per session) too; nothing inside can raise it back."""
+    from agentbench_async.envs.os_interaction import control
+    from agentbench_async.processes import HELPER_NICENESS
+
+    expected = min(os.getpriority(os.PRIO_PROCESS, 0) + HELPER_NICENESS, 19)
+    env = OSEnvironment(options={})
+    async with _Episode(env) as ep:
+        stat_nice = "cut -d' ' -f19 /proc/self/stat"
+        assert (await ep.sh(stat_nice)).split()[-1] == str(expected)
+        raised = await ep.sh(f"renice -n 0 -p $$; nice -n -5 {stat_nice}")  # nice runs it anyway, at its own niceness
+        assert raised.count("Permission denied") == 2 and raised.split()[-1] == str(expected), raised
+        assert (await ep.sh(stat_nice)).split()[-1] == str(expected)
+        for check in (False, True):
+            code, out = await run_script(ep.session._sandbox, {"language": "bash", "code": stat_nice}, [], 30, check=check)
+            assert code == 0 and out.strip() == str(expected), out
+        autogroups = Path("/proc/sys/kernel/sched_autogroup_enabled")
+        if os.geteuid() == 0 and autogroups.exists() and autogroups.read_text().strip() == "1":
+            shell = ep.session._shell._proc
+            zygote = control._zygote._proc  # noqa: SLF001 - the session of the wardens and of scripts
+            assert shell is not None and zygote is not None
+            for pid in (shell.pid, zygote.pid):
+                assert Path(f"/proc/{pid}/autogroup").read_text().split()[-1] == str(expected)

@@ -395,7 +395,10 @@ class Warden:
             _send(self.sock, reply)
 
     def _child(self, req, fds, master):
-        os.setsid()
+        if master >= 0:
+            os.setsid()  # a terminal's shell leads its session (the engine lowers that session's scheduling group)
+        else:
+            os.setpgid(0, 0)  # its own group (the engine kills it as one), in the zygote's session
         signal.set_wakeup_fd(-1)
         _default_signals()
         if master >= 0:
@@ -752,7 +755,9 @@ def zygote(sock):
             try:
                 signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the warden waits for its own children
                 sock.close()
-                os.setsid()  # its own group: the engine kills it without touching the zygote
+                # its own process group: the engine kills it without touching the zygote. Not its own session: the
+                # zygote's, whose scheduling group the engine lowered (a session of its own would not be)
+                os.setpgid(0, 0)
                 os.dup2(fds[1], 2)
                 os.close(fds[1])
                 code = run_warden(_socket.socket(fileno=fds[0]), me)

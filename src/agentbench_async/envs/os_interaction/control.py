@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import EnvError
+from ...processes import lower_priority
 from .process import off_loop
 
 WARDEN = Path(__file__).with_name("_warden.py")
@@ -173,6 +174,9 @@ class _Zygote:
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, pass_fds=(theirs.fileno(),),
                 env={"PATH": WARDEN_PATH_ENV, "LC_ALL": "C.UTF-8"}, start_new_session=True,
             )  # fmt: skip
+            # wardens, bubblewrap and every process of every sandbox inherit it (a sandbox cannot raise it: that
+            # needs CAP_SYS_NICE on the host): a model's CPU never delays the engine's model calls
+            lower_priority(self._proc.pid)
         finally:
             theirs.close()
         self._sock = ours

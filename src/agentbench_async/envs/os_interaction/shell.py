@@ -18,6 +18,7 @@ import secrets
 from dataclasses import dataclass
 
 from ...errors import EnvError
+from ...processes import lower_priority
 from .sandbox import Sandbox, SandboxProcess
 
 _CSI = re.compile(r"\x1b\[[0-9;?]*[a-zA-Z]")
@@ -54,6 +55,7 @@ class AgentShell:
     async def start(self) -> None:
         # a terminal of the sandbox's own devpts (the warden opens it): no host device reaches the shell
         self._proc, master = await self._sandbox.spawn(["/bin/bash", "--login"], env={"TERM": "xterm"}, tty=True)
+        lower_priority(self._proc.pid)  # its session: what the agent runs shares the CPU below the engine
         os.set_blocking(master, False)
         self._master = master
         self._buf.clear()
