@@ -154,6 +154,8 @@ def _parser() -> argparse.ArgumentParser:
     mock.add_argument("--queue-limit", type=int, default=0, help="with --capacity: requests that may wait; 429 beyond")
     mock.add_argument("--data-dir", type=Path, help="AgentBench data/ folder, to play official tasks")
     _add_data_flags(mock)
+    mock.add_argument("--preload", metavar="SPLIT", help="load this split of every environment before serving (official tasks where "
+                      "the data flags give them, else built-in), so the first requests of a run do not wait while task sets load")
     mock.add_argument("--seed", type=int, default=0)
     mock.add_argument("--overflow-shape", default="", help="answer context overflows like this server: "
                       "openai, llama-cpp-python, vllm-legacy, vllm, sglang, tgi, llama.cpp, openrouter, anthropic (default: the endpoint's own)")
@@ -464,6 +466,11 @@ def _cmd_serve_mock(args: argparse.Namespace) -> int:
 
     async def serve() -> None:
         server = MockModelServer(options)
+        if args.preload:
+            from .envs import available_envs
+
+            for env, loaded in server.preload(args.preload, available_envs()).items():
+                _err.print(f"preloaded {env}/{args.preload}: {loaded}")
         url = await server.start(args.host, args.port)
         _err.print(f"mock model serving at {url} (policy {args.policy}); Ctrl-C stops")
         try:

@@ -3,6 +3,7 @@ wire formats and both action modes, and the history policy."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -177,3 +178,31 @@ def test_judge_model_inherits_the_server_of_the_model_flags():
     args = _parser().parse_args(["run", "--model", "m", "--judge-model", "j", "--judge-base-url", "http://127.0.0.1:9/v1",
                                  "--env", "ltp", "--out", "x.duckdb"])  # fmt: skip
     assert _run_settings(args)["judge"] == {"name": "j", "base_url": "http://127.0.0.1:9/v1"}
+
+
+def test_serve_mock_preload_loads_what_a_run_of_every_environment_plays(official_data_dir):
+    """`serve-mock --preload SPLIT` loads every environment's task set before it listens (so a run's first requests
+    do not queue behind task loading), and the same source the run picks: official where the data has it."""
+    from agentbench_async.config import build_config
+    from agentbench_async.envs import available_envs
+
+    proc = subprocess.Popen([sys.executable, "-m", "agentbench_async.cli", "serve-mock", "--port", "0", "--preload", "dev",
+                             "--data-dir", str(official_data_dir)], stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        said = []
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            said.append(line)
+            if "serving at" in line:
+                break
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    text = " ".join("".join(said).split())
+    sources = build_config({"out": "x.duckdb", "envs": "all", "split": "dev", "data_dir": str(official_data_dir),
+                            "models": [{"name": "mock-oracle"}]}).task_sources()  # fmt: skip
+    assert list(sources) == available_envs()
+    for env, line in sources.items():
+        source = "official" if line.startswith("official") else "builtin"
+        assert re.search(rf"preloaded {env}/dev: {source}, [1-9]\d* tasks", text), (env, line, text)
+    assert "mock model serving at" in text

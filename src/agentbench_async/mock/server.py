@@ -19,7 +19,7 @@ import random
 import time
 import uuid
 from collections import Counter, deque
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -133,18 +133,37 @@ class MockModelServer:
             env_name, split, source, task_id = header.split("/", 3)
         except ValueError:
             return None
-        key = (env_name, split, source)
-        env = self._env(env_name, source)
-        if key not in self._tasks:
-            self._tasks[key] = {t.task_id: t for t in env.tasks(split)}
-        task = self._tasks[key].get(task_id)
+        tasks = self._task_set(env_name, split, source)
+        task = tasks.get(task_id)
         if task is None:  # e.g. a suite enlarged by environment options the server does not know
             try:
-                task = env.get_task(split, task_id)
+                task = self._env(env_name, source).get_task(split, task_id)
             except AgentBenchError:
                 return None
-            self._tasks[key][task_id] = task
+            tasks[task_id] = task
         return task
+
+    def _task_set(self, env_name: str, split: str, source: str) -> dict[str, Task]:
+        key = (env_name, split, source)
+        if key not in self._tasks:
+            self._tasks[key] = {t.task_id: t for t in self._env(env_name, source).tasks(split)}
+        return self._tasks[key]
+
+    def preload(self, split: str, envs: Iterable[str]) -> dict[str, str]:
+        """Load ``split`` of each of ``envs`` now (the source a run of every environment with the same data flags
+        plays: official where the data is there, else built-in), so the first requests do not wait while a task set
+        loads; env -> what was loaded."""
+        loaded = {}
+        for name in envs:
+            cls, options, data_dir = env_class(name), self.options.env_options.get(name, {}), self.options.data_dir
+            if data_dir is not None and cls.missing_data(data_dir, options, split, "text"):
+                data_dir = None  # as `agentbench run --env all`: the built-in suite, without --data-dir
+            source = "official" if cls.plays_official_tasks(data_dir, options) else "builtin"
+            try:
+                loaded[name] = f"{source}, {len(self._task_set(name, split, source))} tasks"
+            except AgentBenchError as exc:  # e.g. no such split: its requests load it when they come
+                loaded[name] = f"not loaded ({exc})"
+        return loaded
 
     def _env(self, name: str, source: str) -> Environment:
         key = (name, source)
