@@ -7,6 +7,7 @@ tests/fixtures/providers/fatal_*_not_found.json."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -19,7 +20,8 @@ from engine_support import mock_process, query, serve_app
 from agentbench_async.cli import main
 from agentbench_async.errors import ModelError
 from agentbench_async.limits import ModelLimits
-from agentbench_async.models import ModelConfig, make_client
+from agentbench_async.models import ModelConfig, batches, make_client
+from agentbench_async.models.batches import BatchSettings
 from agentbench_async.models.families import anthropic_api_root, is_openai_reasoning_model
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -93,8 +95,19 @@ def test_a_field_the_config_sets_always_wins(capsys, tmp_path, setting, fix):
     assert query(out, "SELECT count(*) FROM model_calls") == [(1,)], "refused once, not adapted, the model stopped"
 
 
+@dataclasses.dataclass
+class _QuickBatches(BatchSettings):
+    """Batch timing a config can set (``batch: {wait_s: ..., poll_s: ...}``), short: the mock processes a batch in 10 ms,
+    and the defaults (first poll after 5 s, for the providers' minutes) made this test wait 40 s between turns."""
+
+    wait_s: float = 0.05
+    poll_s: float = 0.05
+    poll_max_s: float = 0.2
+
+
 @pytest.mark.parametrize("batch", [[], ["--batch", "3"]], ids=["direct", "batch"])
-def test_anthropic_reached_with_the_sdks_root_url_and_with_v1(capsys, tmp_path, batch):
+def test_anthropic_reached_with_the_sdks_root_url_and_with_v1(capsys, tmp_path, batch, monkeypatch):
+    monkeypatch.setattr(batches, "BatchSettings", _QuickBatches)  # what `--batch 3` builds
     with mock_process("--batch-delay", "0.01") as base_url:
         for form, url in (("root", base_url.removesuffix("/v1")), ("v1", base_url)):
             out = tmp_path / f"{form}.duckdb"
