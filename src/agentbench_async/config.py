@@ -225,7 +225,7 @@ def _is_number(value: Any, minimum: float, *, above: bool = False) -> bool:
     return value > minimum if above else value >= minimum
 
 
-def _data_dir_skipped(envs: list[str], data_dir: Path, env_options: Mapping[str, Any], split: str, action_mode: str) -> dict[str, str]:
+def envs_missing_data(envs: list[str], data_dir: Path, env_options: Mapping[str, Any], split: str, action_mode: str) -> dict[str, str]:
     """In a run of every environment, those that miss something under ``data_dir`` (``Environment.missing_data``) -> what."""
     skipped = {}
     for env in envs:
@@ -315,7 +315,7 @@ def build_config(raw: dict[str, Any], *, where: str = "config") -> RunConfig:
             raise ConfigError(f"{where}: env_options: {exc}") from None
         cls.check_options(options)
     env_options = dict(env_options)
-    skipped = _data_dir_skipped(envs_raw, data_dir, env_options, split, action_mode) if every_env and data_dir is not None else {}
+    skipped = envs_missing_data(envs_raw, data_dir, env_options, split, action_mode) if every_env and data_dir is not None else {}
     for env in envs_raw:  # what this machine chooses for an option not given is stored too (Environment.settled_options)
         settled = env_class(env).settled_options(None if env in skipped else data_dir, env_options.get(env) or {})
         if settled:

@@ -36,7 +36,7 @@ def lower_priority(pid: int, by: int = HELPER_NICENESS) -> None:
     except OSError:
         pass
     try:
-        if os.getsid(pid) == pid and os.getsid(pid) != os.getsid(0):
+        if os.getsid(pid) == pid != os.getsid(0):
             with open(f"/proc/{pid}/autogroup", "w", encoding="ascii") as group:
                 group.write(str(nice))
     except OSError:  # no autogroup support, or not ours to change

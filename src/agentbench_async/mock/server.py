@@ -26,6 +26,7 @@ from typing import Any
 
 from aiohttp import web
 
+from ..config import envs_missing_data
 from ..envs import env_class, make_env
 from ..envs.base import Environment, Task
 from ..errors import AgentBenchError
@@ -153,12 +154,14 @@ class MockModelServer:
         """Load ``split`` of each of ``envs`` now (the source a run of every environment with the same data flags
         plays: official where the data is there, else built-in), so the first requests do not wait while a task set
         loads; env -> what was loaded."""
+        names, data_dir, env_options = list(envs), self.options.data_dir, self.options.env_options
+        # as `agentbench run --env all`: those that miss something under --data-dir play without it
+        skipped = envs_missing_data(names, data_dir, env_options, split, "text") if data_dir is not None else {}
         loaded = {}
-        for name in envs:
-            cls, options, data_dir = env_class(name), self.options.env_options.get(name, {}), self.options.data_dir
-            if data_dir is not None and cls.missing_data(data_dir, options, split, "text"):
-                data_dir = None  # as `agentbench run --env all`: the built-in suite, without --data-dir
-            source = "official" if cls.plays_official_tasks(data_dir, options) else "builtin"
+        for name in names:
+            options = env_options.get(name, {})
+            played = env_class(name).plays_official_tasks(None if name in skipped else data_dir, options)
+            source = "official" if played else "builtin"
             try:
                 loaded[name] = f"{source}, {len(self._task_set(name, split, source))} tasks"
             except AgentBenchError as exc:  # e.g. no such split: its requests load it when they come
