@@ -13,7 +13,7 @@ import pytest
 from agentbench_async.envs import make_env
 from agentbench_async.envs.os_interaction.protocol import observation_text, parse_text, parse_tools
 from agentbench_async.envs.os_interaction.records import normalise
-from agentbench_async.envs.os_interaction.scripts import SCRIPT_FILES
+from agentbench_async.envs.os_interaction.scripts import compare
 from agentbench_async.errors import TaskFileError
 from agentbench_async.resources import environments_dir
 from agentbench_async.types import ModelReply, ToolCall
@@ -83,20 +83,113 @@ def test_observation_truncation() -> None:
     assert long.endswith("x" * 10 + "\n[truncated because the output is too long]") and len(long) == 23 + 780 + 43
 
 
-def _check(name: str, *args: str) -> bool:
-    code = SCRIPT_FILES[name]["code"]
-    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True).returncode == 0
+# The comparison checks as this project ran them inside the sandbox (``python3 -I -S -c CODE ARGS...``) until
+# the engine evaluated them itself: the in-engine rules must give the same verdict on every input.
+_SANDBOX_SCRIPTS = {
+    "integer-match": """
+import sys
+try:
+    ok = int(sys.argv[1]) == int(sys.argv[2])
+except Exception:
+    ok = False
+sys.exit(0 if ok else 1)
+""",
+    "string-match": """
+import sys
+def norm(s):
+    return s.replace("\\r\\n", "\\n").replace("\\r", "\\n").strip()
+sys.exit(0 if norm(sys.argv[1]) == norm(sys.argv[2]) else 1)
+""",
+    "size-match": """
+import re, sys
+UNITS = {"": 1, "B": 1, "BYTE": 1, "BYTES": 1}
+for i, p in enumerate("KMGTP", start=1):
+    for suffix in (p, p + "B", p + "IB"):
+        UNITS[suffix] = 1024 ** i
+def size(s):
+    m = re.fullmatch(r"\\s*([0-9]+(?:\\.[0-9]*)?)\\s*([A-Za-z]*)\\s*", s)
+    if m is None or m.group(2).upper() not in UNITS:
+        raise ValueError(s)
+    return float(m.group(1)) * UNITS[m.group(2).upper()]
+try:
+    ok = size(sys.argv[1]) == size(sys.argv[2])
+except Exception:
+    ok = False
+sys.exit(0 if ok else 1)
+""",
+    "containing": """
+import sys
+def norm(s):
+    return s.replace("\\r\\n", "\\n").replace("\\r", "\\n").strip()
+sys.exit(0 if norm(sys.argv[2]) in norm(sys.argv[1]) else 1)
+""",
+    "in": """
+import sys
+sys.exit(0 if sys.argv[1] in sys.argv[2] else 1)
+""",
+}
+_VALUES = [
+    "220", " 220\n", "220\n", "+220", "-0", "0", "1_000", "1000", "3.0", "3", "220 files", "", " ", "\n",
+    "\u0663\u0664", "34", "1,000", "8.0K", "8.0K\t/home", "8192", "4KB", "4096", "1M", "1024K", "5G", "5.5G", "5 g",
+    "1.5 MiB", "big", "1e3", "a\r\nb ", "a\nb\n", "A", "a", "the answer is 42", "42", "x42y", "\u00a0 42\u2003",
+    "0x10", "16", "9" * 5000, "line1\rline2", "line1\nline2",
+]
 
 
-def test_check_scripts_semantics() -> None:
-    assert _check("check/integer-match.py", " 220\n", "220\n") and _check("check/integer-match.py", "1_000", "1000")
-    assert not _check("check/integer-match.py", "220 files", "220") and not _check("check/integer-match.py", "3.0", "3")
-    assert _check("check/string-match.py", "a\r\nb ", "a\nb\n") and not _check("check/string-match.py", "A", "a")
+def test_comparison_checks_decide_as_the_scripts_did_in_the_sandbox() -> None:
+    """Every pair of a battery of answers (ordinary, Unicode digits and spaces, sizes, a 5,000-digit number) gets
+    the verdict the script it replaces gave, run as a check ran it (``python3 -I -S``, the values as argv)."""
+    pairs = [[a, b] for a in _VALUES for b in _VALUES] + [["42"], []]
+    # each case as ``python3 -I -S -c CODE ARGS`` runs it (exit status 0 = pass; an uncaught exception exits 1),
+    # all cases of a script in one interpreter
+    runner = (
+        "import json, sys\n"
+        "code, cases, out = sys.argv[1], json.loads(sys.stdin.read()), []\n"
+        "for case in cases:\n"
+        "    sys.argv[:] = ['-c', *case]\n"
+        "    try:\n"
+        "        exec(compile(code, '<string>', 'exec'), {'__name__': '__main__'})\n"
+        "        status = 0\n"
+        "    except SystemExit as e:\n"
+        "        status = e.code or 0\n"
+        "    except Exception:\n"
+        "        status = 1\n"
+        "    out.append(status == 0)\n"
+        "print(json.dumps(out))\n"
+    )
+    for name, code in _SANDBOX_SCRIPTS.items():
+        wanted = json.loads(
+            subprocess.run([sys.executable, "-I", "-S", "-c", runner, code], input=json.dumps(pairs), capture_output=True, text=True, check=True).stdout
+        )
+        got = [compare(name, list(p)) for p in pairs]
+        differ = [(p, w) for p, g, w in zip(pairs, got, wanted) if g != w]
+        assert not differ, f"{name}: {differ[:3]}"
+        assert any(wanted) and not all(wanted)  # the battery exercises both verdicts
+
+
+def test_comparison_checks_semantics() -> None:
+    assert compare("integer-match", [" 220\n", "220\n"]) and compare("integer-match", ["1_000", "1000"])
+    assert not compare("integer-match", ["220 files", "220"]) and not compare("integer-match", ["3.0", "3"])
+    assert compare("string-match", ["a\r\nb ", "a\nb\n"]) and not compare("string-match", ["A", "a"])
     # size-match with the upstream bug fixed: decimals and two-letter units parse
-    assert _check("check/size-match.py", "8.0K", "8.0K\t/home\n".split("\t")[0])
-    assert _check("check/size-match.py", "4KB", "4096") and _check("check/size-match.py", "1M", "1024K")
-    assert not _check("check/size-match.py", "5G", "5.5G") and not _check("check/size-match.py", "big", "1")
-    assert _check("check/containing.py", "the answer is 42", "42") and _check("check/in.py", "42", "x42y")
+    assert compare("size-match", ["8.0K", "8.0K\t/home\n".split("\t")[0]])
+    assert compare("size-match", ["4KB", "4096"]) and compare("size-match", ["1M", "1024K"])
+    assert not compare("size-match", ["5G", "5.5G"]) and not compare("size-match", ["big", "1"])
+    assert compare("containing", ["the answer is 42", "42"]) and compare("in", ["42", "x42y"])
+
+
+def test_a_hostile_answer_cannot_stall_the_size_comparison() -> None:
+    """Whitespace runs that made the sandbox script's regex backtrack quadratically are decided at once."""
+    answer = "1" + " " * 200_000 + "!"
+    assert not compare("size-match", [answer, "1"]) and not compare("size-match", ["1", answer])
+
+
+def test_a_comparison_file_is_refused_outside_a_check_step() -> None:
+    record = {"description": "d", "create": {"init": {"file": "check/integer-match.py"}}, "evaluation": {"match": "1"}}
+    with pytest.raises(TaskFileError, match=r"runs only as a step of evaluation.check"):
+        normalise(record, "tasks.json record 0")
+    checked = normalise({"description": "d", "evaluation": {"check": [None, {"file": "check/in.py"}], "example": "echo 1"}}, "r")
+    assert checked["check"][1] == {"language": "compare", "code": "in"}
 
 
 def test_instructions_carry_upstreams_facts_and_no_extra_hints() -> None:

@@ -6,7 +6,9 @@ through a pipe on fd 3, never argv: an answer of any length or content reaches t
 ``docker exec`` argv would fail (E2BIG over 128 KiB, a NUL byte). Python scripts see them as
 ``sys.argv[1:]`` exactly; bash scripts as ``$1``... (bash cannot hold NUL bytes: they are dropped there).
 
-Checks run ``python3 -I -S`` (no site-packages, no environment) and ``bash`` in the episode exactly as it
+The comparison checks (``check/integer-match.py`` and the other named ``check/*.py`` files: functions of the
+answer and the example's output alone) are evaluated by the engine (:func:`.scripts.compare`), without a
+process. Other checks run ``python3 -I -S`` (no site-packages, no environment) and ``bash`` in the episode exactly as it
 is — unless the episode changed what a check executes or loads (an executable's or library's content, the
 loader's files, a command shadowing a pristine one on PATH; :meth:`.Sandbox.tampered`, re-read before every
 check): then the interpreters, libraries, loader files and PATH come from the pristine image (``pristine``,
@@ -25,6 +27,7 @@ from typing import Any
 from ...errors import EnvError
 from .process import off_loop
 from .sandbox import PRISTINE, Sandbox
+from .scripts import compare
 
 MAX_OUTPUT = 4 << 20
 # bash: "$@" from fd 3 (NUL-terminated strings), then fd 3 closed; builtins only
@@ -175,6 +178,11 @@ async def grade(
     details: dict[str, Any] = {}
     for i, step in enumerate(data["check"]):
         script = data["example"] if step is None else step
+        if script["language"] == "compare":  # a pure function of the parameters: decided here, no process
+            if not compare(script["code"], params):
+                return False, {**details, "failed_check": i, "check_output": ""}
+            params.append("")  # what the script prints: nothing
+            continue
         tampered = await sandbox.tampered()
         if tampered:
             details["tampered"] = sorted(set(details.get("tampered", [])) | set(tampered))[:20]

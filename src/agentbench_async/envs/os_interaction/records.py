@@ -2,7 +2,7 @@
 
 Both use the official record format (``description``, ``create``, ``start``, ``evaluation``); see
 ``docs/envs/os.md``. Loading normalises every script object to ``{"language", "code"}`` (``file``
-references resolve through :mod:`.scripts`), so a bad record fails here with one line naming the file,
+references resolve through :mod:`.scripts`; a comparison check has language ``compare``), so a bad record fails here with one line naming the file,
 record and field, not in the middle of an episode.
 """
 
@@ -38,7 +38,7 @@ def _read_records(path: Path) -> list[Any]:
     return data if isinstance(data, list) else [data]
 
 
-def _script(obj: Any, where: str) -> dict[str, str]:
+def _script(obj: Any, where: str, *, check: bool = False) -> dict[str, str]:
     if isinstance(obj, str):
         return {"language": "bash", "code": obj}
     if isinstance(obj, dict):
@@ -46,6 +46,10 @@ def _script(obj: Any, where: str) -> dict[str, str]:
             found = script_file(str(obj["file"]))
             if found is None:
                 raise TaskFileError(f"os: {where}: unknown script file {obj['file']!r}; use inline code or a known file")
+            if found["language"] == "compare" and not check:
+                raise TaskFileError(
+                    f"os: {where}: {obj['file']!r} compares a check's parameters and runs only as a step of evaluation.check"
+                )
             return dict(found)
         lang = str(obj.get("language", "bash"))
         if lang not in _LANGS:
@@ -89,7 +93,7 @@ def normalise(record: Any, where: str) -> dict[str, Any]:
                     raise TaskFileError(f"os: {where}: evaluation.check[{i}] is null but there is no evaluation.example")
                 steps.append(None)
             else:
-                steps.append(_script(s, f"{where} evaluation.check[{i}]"))
+                steps.append(_script(s, f"{where} evaluation.check[{i}]", check=True))
         out["check"] = steps
     return out
 

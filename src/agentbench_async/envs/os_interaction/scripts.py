@@ -3,7 +3,8 @@
 The official records name files under ``scripts/<group>/`` of the AgentBench repository, which are not
 part of the data. These are this project's own implementations of their behaviour (spec §5 table),
 keyed by the referenced path; built-in tasks use the same names. Each entry is a script object
-``{"language": "bash"|"python", "code": ...}`` run like any inline script of a record.
+``{"language": "bash", "code": ...}`` run like any inline script of a record, or, for the five ``check/*.py``
+comparisons, ``{"language": "compare", "code": <name in COMPARISONS>}``, which the engine evaluates itself.
 
 Deliberate differences from upstream (listed in the docs): ``check/size-match.py`` accepts decimal
 mantissas and two-letter units; ``check/0.sh``/``checking/0.sh`` parse the tool's output as a number
@@ -13,53 +14,78 @@ instead of pasting it into Python source; ``checking/2.sh`` tests all of its cas
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from typing import Any
 
-_INTEGER_MATCH = """\
-import sys
-try:
-    ok = int(sys.argv[1]) == int(sys.argv[2])
-except Exception:
-    ok = False
-sys.exit(0 if ok else 1)
-"""
+# --- the comparison checks: pure functions of the answer and the example's output ------------------
+# Upstream runs each as ``python3 check/<name>.py ARG1 ARG2`` in the container; what it decides depends on its
+# two arguments alone, so the engine evaluates the same rule itself (spec §5 table; no process in the sandbox,
+# nothing there can change the verdict). ``args`` are the check's parameters: the answer, then what each earlier
+# check step printed (``sys.argv[1:]`` of the script); a missing one fails the check, as the script's
+# IndexError would.
 
-_STRING_MATCH = """\
-import sys
-def norm(s):
-    return s.replace("\\r\\n", "\\n").replace("\\r", "\\n").strip()
-sys.exit(0 if norm(sys.argv[1]) == norm(sys.argv[2]) else 1)
-"""
 
-_SIZE_MATCH = """\
-import re, sys
-UNITS = {"": 1, "B": 1, "BYTE": 1, "BYTES": 1}
-for i, p in enumerate("KMGTP", start=1):
-    for suffix in (p, p + "B", p + "IB"):
-        UNITS[suffix] = 1024 ** i
-def size(s):
-    m = re.fullmatch(r"\\s*([0-9]+(?:\\.[0-9]*)?)\\s*([A-Za-z]*)\\s*", s)
-    if m is None or m.group(2).upper() not in UNITS:
+def _norm(s: str) -> str:
+    return s.replace("\r\n", "\n").replace("\r", "\n").strip()
+
+
+def _integer_match(args: list[str]) -> bool:
+    """``int(argv[1]) == int(argv[2])``; anything ``int()`` refuses (``3.0``, ``220 files``) fails."""
+    try:
+        return int(args[0]) == int(args[1])
+    except (ValueError, IndexError):
+        return False
+
+
+def _string_match(args: list[str]) -> bool:
+    return len(args) >= 2 and _norm(args[0]) == _norm(args[1])
+
+
+_SIZE_UNITS = {"": 1, "B": 1, "BYTE": 1, "BYTES": 1} | {
+    suffix: 1024**i for i, p in enumerate("KMGTP", start=1) for suffix in (p, p + "B", p + "IB")
+}
+# after strip(): digits, an optional decimal part, optional space, letters. Linear on any input (no two
+# adjacent parts can match the same character), so a hostile answer cannot stall the engine.
+_SIZE = re.compile(r"([0-9]+(?:\.[0-9]*)?)\s*([A-Za-z]*)")
+
+
+def _size(s: str) -> float:
+    m = _SIZE.fullmatch(s.strip())
+    if m is None or m.group(2).upper() not in _SIZE_UNITS:
         raise ValueError(s)
-    return float(m.group(1)) * UNITS[m.group(2).upper()]
-try:
-    ok = size(sys.argv[1]) == size(sys.argv[2])
-except Exception:
-    ok = False
-sys.exit(0 if ok else 1)
-"""
+    return float(m.group(1)) * _SIZE_UNITS[m.group(2).upper()]
 
-_CONTAINING = """\
-import sys
-def norm(s):
-    return s.replace("\\r\\n", "\\n").replace("\\r", "\\n").strip()
-sys.exit(0 if norm(sys.argv[2]) in norm(sys.argv[1]) else 1)
-"""
 
-_IN = """\
-import sys
-sys.exit(0 if sys.argv[1] in sys.argv[2] else 1)
-"""
+def _size_match(args: list[str]) -> bool:
+    """Sizes equal in bytes; decimals and two-letter units parse (upstream's script fails them: spec §5)."""
+    try:
+        return _size(args[0]) == _size(args[1])
+    except (ValueError, IndexError):
+        return False
+
+
+def _containing(args: list[str]) -> bool:
+    return len(args) >= 2 and _norm(args[1]) in _norm(args[0])
+
+
+def _in(args: list[str]) -> bool:
+    return len(args) >= 2 and args[0] in args[1]
+
+
+COMPARISONS: dict[str, Callable[[list[str]], bool]] = {
+    "integer-match": _integer_match,
+    "string-match": _string_match,
+    "size-match": _size_match,
+    "containing": _containing,
+    "in": _in,
+}
+
+
+def compare(name: str, args: list[str]) -> bool:
+    """The verdict of the comparison check ``name`` (a key of :data:`COMPARISONS`) on ``args``."""
+    return COMPARISONS[name](args)
+
 
 # --- the `calc` tasks -----------------------------------------------------------------------------
 _CALC_DEV = [
@@ -217,8 +243,9 @@ printf '%s' "$out" > /usr/words.txt
 _INSTALL_NETTOOLS = "apt-get update && apt-get install -y net-tools iproute2 lsof\n"
 
 
-def _py(code: str) -> dict[str, Any]:
-    return {"language": "python", "code": code}
+def _compare(name: str) -> dict[str, Any]:
+    """A comparison check, evaluated by the engine (see :data:`COMPARISONS`); only a check step may name it."""
+    return {"language": "compare", "code": name}
 
 
 def _sh(code: str) -> dict[str, Any]:
@@ -226,11 +253,11 @@ def _sh(code: str) -> dict[str, Any]:
 
 
 SCRIPT_FILES: dict[str, dict[str, Any]] = {
-    "check/integer-match.py": _py(_INTEGER_MATCH),
-    "check/string-match.py": _py(_STRING_MATCH),
-    "check/size-match.py": _py(_SIZE_MATCH),
-    "check/containing.py": _py(_CONTAINING),
-    "check/in.py": _py(_IN),
+    "check/integer-match.py": _compare("integer-match"),
+    "check/string-match.py": _compare("string-match"),
+    "check/size-match.py": _compare("size-match"),
+    "check/containing.py": _compare("containing"),
+    "check/in.py": _compare("in"),
     "check/0.sh": _sh(_calc_check(_CALC_DEV)),
     "checking/0.sh": _sh(_calc_check(_CALC_STD)),
     "check/1.sh": _sh(_COUNT_CHECK),
