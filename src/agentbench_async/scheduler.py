@@ -14,6 +14,7 @@ import contextlib
 import gc
 import resource
 import signal
+import time
 from collections import Counter
 from collections.abc import Awaitable, Iterator
 from dataclasses import dataclass, field
@@ -53,6 +54,7 @@ class RunSummary:
     calls: int = 0
     retries: int = 0
     seconds: float = 0.0
+    cpu_seconds: float = 0.0  # this process's CPU time (all its threads) from the first episode to the last stored
     rows_written: int = 0
     write_seconds: float = 0.0
     model_statuses: dict[str, Counter[str]] = field(default_factory=dict)  # model -> status counts (this invocation)
@@ -263,7 +265,7 @@ class Evaluation:
                            writer: EpisodeWriter, summary: RunSummary) -> None:  # fmt: skip
         cfg = self.config
         loop = asyncio.get_running_loop()
-        start = loop.time()
+        start, start_cpu = loop.time(), time.process_time()
         sessions: list[aiohttp.ClientSession] = []
         clients: dict[str, ModelClient] = {}
         settled = asyncio.create_task(self._settle_starts(envs, writer, summary))
@@ -291,6 +293,7 @@ class Evaluation:
             gc.freeze()
             old_threshold = gc.get_threshold()
             gc.set_threshold(1_000_000, *old_threshold[1:])
+            start_cpu = time.process_time()  # after that one full collection (0.05-0.3 s, more objects with Ray loaded)
             try:
                 self._install_sigint(loop)
                 with self.progress:
@@ -323,7 +326,7 @@ class Evaluation:
             for s in sessions:
                 await s.close()
         summary.interrupted = self._stopping.is_set()
-        summary.seconds = loop.time() - start
+        summary.seconds, summary.cpu_seconds = loop.time() - start, time.process_time() - start_cpu
         summary.calls = sum(c.stats["calls"] for c in self.progress.clients)
         summary.retries = sum(c.stats["retries"] for c in self.progress.clients)
         named = [*clients.items(), *([(cfg.judge.name, judge)] if cfg.judge is not None and judge is not None else [])]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import os
 from pathlib import Path
 from typing import Any
 
@@ -138,3 +139,16 @@ async def test_an_environment_closes_when_its_episodes_are_done_and_a_failing_cl
     assert summary.statuses == PLAYED, summary.statuses
     assert printed.strip().splitlines() == ["closing echo failed: the scratch folder is gone"], printed
     assert query(out, "SELECT env, count(*) FROM episodes WHERE status = 'invalid_format' GROUP BY env ORDER BY env") == [("echo", 20), ("os", 20)]
+
+
+async def test_the_summary_counts_the_cpu_the_episodes_spent(tmp_path: Path) -> None:
+    """``RunSummary.cpu_seconds``: this process's CPU from the first episode to the last stored (benches divide it by
+    the calls): it holds the environment's own work (echo's ``cpu_ms`` a step) and no more than the wall time allows."""
+    server = await start_mock(policy="oracle")
+    try:
+        cfg = echo_config(tmp_path / "cpu.duckdb", server.base_url, env_options={"echo": {"tasks": 6, "turns": 2, "cpu_ms": 25}})
+        summary = await Evaluation(cfg, progress=False).run()
+    finally:
+        await server.stop()
+    assert summary.statuses == {"completed": 6}
+    assert 6 * 2 * 0.025 <= summary.cpu_seconds <= summary.seconds * (os.cpu_count() or 1) + 0.05
