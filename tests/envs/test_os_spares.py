@@ -122,7 +122,9 @@ async def test_closing_a_sandbox_with_its_shell_and_a_script_still_running_leave
     await asyncio.sleep(0.3)
     pids = machine.sandbox._pids()
     assert len(pids) >= 4  # keeper, shell, the script (and bubblewrap's monitor)
+    cgroup_dirs = list(machine.sandbox._cgroups.dirs) if machine.sandbox._cgroups else []
     await machine.close()
     script.cancel()
     assert await _left_alive(pids) == []
+    assert [d for d in cgroup_dirs if d.exists()] == []  # the episode's cgroups are removed once it is empty
     await env.close()

@@ -97,13 +97,20 @@ class Cgroups:
         return read_pids(self.pids) if self.pids is not None else []
 
     def remove(self) -> None:
-        """Remove the episode's cgroup directories (killing stragglers first); never raises."""
+        """Remove the episode's cgroup directories (killing stragglers first); never raises.
+
+        Called once the sandbox's pid 1 is dead: the kernel is ending every process inside, and a directory goes
+        once they have left. Retries back off (1, 2, 4, then 8 ms), and ``cgroup.procs`` is read to kill stragglers
+        only on the first and every fourth attempt: on v1 each read builds and sorts a pid list in the kernel, and
+        reading it every millisecond cost ~3 ms of CPU an episode."""
         deadline = time.monotonic() + 2.0
-        while self.dirs and not self._try_remove() and time.monotonic() < deadline:
-            time.sleep(0.001)
+        delay, attempt = 0.001, 0
+        while self.dirs and not self._try_remove(kill=attempt % 4 == 0) and time.monotonic() < deadline:
+            time.sleep(delay)
+            delay, attempt = min(delay * 2, 0.008), attempt + 1
         self.dirs = []
 
-    def _try_remove(self) -> bool:
+    def _try_remove(self, kill: bool = True) -> bool:
         left = []
         for d in self.dirs:
             try:
@@ -112,7 +119,7 @@ class Cgroups:
                 pass
             except OSError:
                 left.append(d)
-                for pid in read_pids(d):
+                for pid in read_pids(d) if kill else ():
                     with contextlib.suppress(ProcessLookupError):
                         os.kill(pid, signal.SIGKILL)
         self.dirs = left
