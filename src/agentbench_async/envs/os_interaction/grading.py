@@ -8,8 +8,8 @@ through a pipe on fd 3, never argv: an answer of any length or content reaches t
 
 The comparison checks (``check/integer-match.py`` and the other named ``check/*.py`` files: functions of the
 answer and the example's output alone) are evaluated by the engine (:func:`.scripts.compare`), without a
-process. Other checks run ``python3 -I -S`` (no site-packages, no environment) and ``bash`` in the episode exactly as it
-is — unless the episode changed what a check executes or loads (an executable's or library's content, the
+process. Other checks run ``python3 -I -S`` (no site-packages, no environment) and ``bash`` in the episode
+exactly as it is — unless the episode changed what a check executes or loads (an executable's or library's content, the
 loader's files, a command shadowing a pristine one on PATH; :meth:`.Sandbox.tampered`, re-read before every
 check): then the interpreters, libraries, loader files and PATH come from the pristine image (``pristine``,
 see :mod:`._warden`) and the details name what was changed. Replacing ``bash``, ``python3``, libc or

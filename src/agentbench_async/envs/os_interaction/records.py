@@ -2,8 +2,8 @@
 
 Both use the official record format (``description``, ``create``, ``start``, ``evaluation``); see
 ``docs/envs/os.md``. Loading normalises every script object to ``{"language", "code"}`` (``file``
-references resolve through :mod:`.scripts`; a comparison check has language ``compare``), so a bad record fails here with one line naming the file,
-record and field, not in the middle of an episode.
+references resolve through :mod:`.scripts`; a comparison check has language ``compare``), so a bad record
+fails here with one line naming the file, record and field, not in the middle of an episode.
 """
 
 from __future__ import annotations
