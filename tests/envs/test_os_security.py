@@ -111,6 +111,8 @@ async def test_host_settings_devices_and_processes_stay_untouched(sandboxed: Non
 
 
 def _answer_task(language: str) -> dict[str, Any]:
+    if language == "compare":  # as most official records: the example's output, then check/integer-match.py
+        return {"check": [None, {"language": "compare", "code": "integer-match"}], "example": {"language": "bash", "code": "echo 42"}}
     code = (
         "import sys\nsys.exit(0 if sys.argv[1].strip() == '42' else 1)\n"
         if language == "python"
@@ -131,7 +133,7 @@ printf 'junk' > /tmp/libc && mv /tmp/libc /usr/lib/x86_64-linux-gnu/libc.so.6
 """
 
 
-@pytest.mark.parametrize("language", ["python", "bash"])
+@pytest.mark.parametrize("language", ["python", "bash", "compare"])
 async def test_rigged_interpreters_libc_and_path_do_not_change_the_verdict(sandboxed: None, language: str) -> None:
     env = OSEnvironment(options={})
     async with _Episode(env) as ep:
