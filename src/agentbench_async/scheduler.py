@@ -265,7 +265,7 @@ class Evaluation:
                            writer: EpisodeWriter, summary: RunSummary) -> None:  # fmt: skip
         cfg = self.config
         loop = asyncio.get_running_loop()
-        start, start_cpu = loop.time(), time.process_time()
+        start = loop.time()
         sessions: list[aiohttp.ClientSession] = []
         clients: dict[str, ModelClient] = {}
         settled = asyncio.create_task(self._settle_starts(envs, writer, summary))

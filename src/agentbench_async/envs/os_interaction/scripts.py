@@ -4,7 +4,7 @@ The official records name files under ``scripts/<group>/`` of the AgentBench rep
 part of the data. These are this project's own implementations of their behaviour (spec §5 table),
 keyed by the referenced path; built-in tasks use the same names. Each entry is a script object
 ``{"language": "bash", "code": ...}`` run like any inline script of a record, or, for the five ``check/*.py``
-comparisons, ``{"language": "compare", "code": <name in COMPARISONS>}``, which the engine evaluates itself.
+comparisons, ``{"language": "compare", "code": <name>}``, which the engine evaluates itself (:func:`compare`).
 
 Deliberate differences from upstream (listed in the docs): ``check/size-match.py`` accepts decimal
 mantissas and two-letter units; ``check/0.sh``/``checking/0.sh`` parse the tool's output as a number
@@ -73,7 +73,7 @@ def _in(args: list[str]) -> bool:
     return len(args) >= 2 and args[0] in args[1]
 
 
-COMPARISONS: dict[str, Callable[[list[str]], bool]] = {
+_COMPARISONS: dict[str, Callable[[list[str]], bool]] = {
     "integer-match": _integer_match,
     "string-match": _string_match,
     "size-match": _size_match,
@@ -83,8 +83,8 @@ COMPARISONS: dict[str, Callable[[list[str]], bool]] = {
 
 
 def compare(name: str, args: list[str]) -> bool:
-    """The verdict of the comparison check ``name`` (a key of :data:`COMPARISONS`) on ``args``."""
-    return COMPARISONS[name](args)
+    """The verdict of the comparison check ``name`` (integer-match, string-match, size-match, containing, in) on ``args``."""
+    return _COMPARISONS[name](args)
 
 
 # --- the `calc` tasks -----------------------------------------------------------------------------
@@ -244,7 +244,7 @@ _INSTALL_NETTOOLS = "apt-get update && apt-get install -y net-tools iproute2 lso
 
 
 def _compare(name: str) -> dict[str, Any]:
-    """A comparison check, evaluated by the engine (see :data:`COMPARISONS`); only a check step may name it."""
+    """A comparison check, evaluated by the engine (see :func:`compare`); only a check step may name it."""
     return {"language": "compare", "code": name}
 
 
