@@ -1,14 +1,24 @@
 """Environment registry: name -> implementation, imported lazily so an environment's heavy
-dependencies (a SPARQL store, a database driver) load only when that environment is used."""
+dependencies (a SPARQL store, a database driver) load only when that environment is used.
+
+Besides the built-in ones, any installed package may add environments by declaring entry points in the group
+``agentbench_async.environments`` (``NAME = "module:EnvironmentClass"``). They are found the same way in every
+process (the run, ``serve-mock``, ``--workers``/Ray workers), listed by ``agentbench envs`` and run when named
+(``--env NAME``, or ``--env all,NAME``: ``all`` alone is the built-in ones). One that cannot be loaded is a one-line
+error naming its package when it is used, and never hides the others; one named like a built-in is refused.
+"""
 
 from __future__ import annotations
 
+import functools
 import importlib
+import importlib.metadata
 import importlib.util
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError
+from ..errors import ConfigError, EnvUnavailableError
 from .base import ActionMode, Environment, EpisodeContext, Outcome, Session, Step, Task
 
 # The eight AgentBench environments (contract names), then engine self-test environments.
@@ -27,6 +37,65 @@ _REGISTRY: dict[str, str] = {
 }
 
 
+PLUGIN_GROUP = "agentbench_async.environments"  # the entry point group of environment plugins
+
+
+@dataclass(frozen=True)
+class Plugin:
+    """An environment an installed package declares (entry point ``name = target``)."""
+
+    name: str
+    target: str  # "module:EnvironmentClass"
+    package: str  # the distribution declaring it, "name version"
+    refused: str | None = None  # why it is not used (its name is a built-in's or another plugin's)
+
+
+@functools.cache
+def plugins() -> dict[str, Plugin]:
+    """The installed packages' environment entry points by name (refused ones included, with the reason)."""
+    found: dict[str, Plugin] = {}
+    for ep in sorted(importlib.metadata.entry_points(group=PLUGIN_GROUP), key=lambda e: (e.name, e.value)):
+        dist = getattr(ep, "dist", None)
+        package = f"{dist.metadata['Name']} {dist.version}" if dist is not None else f"the package of {ep.value}"
+        if ep.name in _REGISTRY:
+            found[ep.name] = Plugin(ep.name, ep.value, package, f"a built-in environment is named {ep.name!r}; rename the "
+                                    f"entry point in {package}'s pyproject.toml")  # fmt: skip
+        elif ep.name not in found:
+            found[ep.name] = Plugin(ep.name, ep.value, package)
+        elif (found[ep.name].target, found[ep.name].package) != (ep.value, package) and not found[ep.name].refused:
+            found[ep.name] = replace(found[ep.name], refused=f"{package} declares {ep.name!r} too; uninstall one of them "
+                                     "or rename its entry point")  # fmt: skip
+    return found
+
+
+def plugin_envs() -> list[str]:
+    """The names of the plugin environments that may run (not refused), sorted; each is loaded only when used."""
+    return [name for name, plugin in plugins().items() if plugin.refused is None]
+
+
+@functools.cache
+def _load_plugin(name: str) -> type[Environment]:
+    plugin = plugins()[name]
+    if plugin.refused:
+        raise ConfigError(f"environment plugin {name!r} from {plugin.package} is refused: {plugin.refused}")
+    module_name, _, attr = plugin.target.partition(":")
+    try:
+        obj: Any = importlib.import_module(module_name)
+        for part in attr.split(".") if attr else ():
+            obj = getattr(obj, part)
+    except Exception as exc:  # noqa: BLE001 - any failure of someone else's code is one line, not a traceback
+        detail = " ".join(str(exc).split()) or "no message"
+        raise EnvUnavailableError(f"environment plugin {name!r} from {plugin.package} cannot be loaded ({plugin.target}): "
+                                  f"{type(exc).__name__}: {detail}") from None  # fmt: skip
+    if not (isinstance(obj, type) and issubclass(obj, Environment)):
+        raise EnvUnavailableError(f"environment plugin {name!r} from {plugin.package}: {plugin.target} is not a subclass of "
+                                  "agentbench_async.environment.Environment")  # fmt: skip
+    if getattr(obj, "name", None) != name:
+        raise EnvUnavailableError(f"environment plugin {name!r} from {plugin.package}: {plugin.target}.name is "
+                                  f"{getattr(obj, 'name', None)!r}; it must be the entry point's name {name!r}")  # fmt: skip
+    return obj
+
+
 def _installed(name: str) -> bool:
     return importlib.util.find_spec(_REGISTRY[name].partition(":")[0]) is not None
 
@@ -40,8 +109,11 @@ def available_envs(include_hidden: bool = False) -> list[str]:
 
 
 def env_class(name: str) -> type[Environment]:
+    """The class of environment ``name`` (built-in or plugin); a ConfigError/EnvUnavailableError in one line if none."""
+    if name not in _REGISTRY and name in plugins():
+        return _load_plugin(name)
     if name not in _REGISTRY or not _installed(name):
-        known = ", ".join(available_envs())
+        known = ", ".join(available_envs() + plugin_envs())
         if name in ENV_NAMES:
             raise ConfigError(f"environment {name!r} is not implemented yet; available: {known}")
         raise ConfigError(f"unknown environment {name!r}; available: {known}")
@@ -57,14 +129,18 @@ def make_env(name: str, *, data_dir: Path | None = None, options: dict[str, Any]
 
 __all__ = [
     "ENV_NAMES",
+    "PLUGIN_GROUP",
     "ActionMode",
     "Environment",
     "EpisodeContext",
     "Outcome",
+    "Plugin",
     "Session",
     "Step",
     "Task",
     "available_envs",
     "env_class",
     "make_env",
+    "plugin_envs",
+    "plugins",
 ]

@@ -25,14 +25,19 @@ Rules for implementers:
 from __future__ import annotations
 
 import abc
+import importlib
+import sys
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from ..settings import Deviation
 from ..types import Message, ModelReply
 from .options import Option, check_options
+
+if TYPE_CHECKING:
+    from ..mock.policy import Policy
 
 ActionMode = Literal["text", "tools"]
 Split = Literal["dev", "test"]
@@ -248,6 +253,25 @@ class Environment(abc.ABC):
         from ..errors import TaskFileError
 
         raise TaskFileError(f"{self.name}: no task {task_id!r} in split {split!r}")
+
+    @classmethod
+    def policies(cls) -> Mapping[str, Policy]:
+        """The mock model's policies for this environment: name -> ``Policy``, at least ``oracle`` (solves every task
+        through the real protocol) and ``weak`` (fails some, below the oracle); ``judge`` when the environment asks a
+        judge model. ``serve-mock``, ``agentbench demo`` and ``testing.play`` play them (``mock-oracle``, ``mock-weak``).
+
+        Default: ``POLICIES`` of the module ``policies`` in the package that defines the class (``mypkg/policies.py``
+        beside ``mypkg/__init__.py``), or none when there is no such module."""
+        package = cls.__module__
+        if not hasattr(sys.modules.get(package), "__path__"):  # defined in a module, not in a package's __init__
+            package = package.rpartition(".")[0]
+        try:
+            module = importlib.import_module(f"{package}.policies")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{package}.policies":
+                raise  # the policies module exists and imports something missing: its own error
+            return {}
+        return dict(getattr(module, "POLICIES", {}))
 
     async def start(self) -> None:
         """Acquire run-wide resources. Raise ``EnvUnavailableError`` with what to install if impossible."""

@@ -1,9 +1,10 @@
 """Policies of the built-in mock model.
 
-A policy answers one chat request for one task. Each environment ships its policies in its own
-``policies.py`` as ``POLICIES: dict[str, Policy]`` with at least ``oracle`` (plays the task's reference
-solution through the real protocol) and ``weak`` (reaches every failure status the environment can
-emit); environments with a model-as-judge also ship ``judge``.
+A policy answers one chat request for one task. Each environment, built-in or plugin, gives its policies
+through ``Environment.policies()`` (by default ``POLICIES: dict[str, Policy]`` of the ``policies.py`` beside
+it) with at least ``oracle`` (plays the task's reference solution through the real protocol) and ``weak``
+(reaches every failure status the environment can emit); environments with a model-as-judge also ship
+``judge``. The mock keeps no table of environments: it asks the class the task's environment name resolves to.
 
 The mock server learns which task a request belongs to from the ``X-AgentBench-Task`` header, which
 the engine sends only for models configured with ``task_header: true`` (the demo and tests do).
@@ -13,7 +14,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import importlib
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -62,17 +62,13 @@ def stable_choice(key: str, n: int) -> int:
     return int(hashlib.sha256(key.encode()).hexdigest()[:8], 16) % n
 
 
+@functools.cache
 def env_policies(env_name: str) -> dict[str, Policy]:
-    """The policies an environment ships (empty if it ships none)."""
-    from ..envs import _REGISTRY
+    """The policies environment ``env_name`` (built-in or plugin) ships: ``Environment.policies()`` (asked once per
+    process: the mock asks on every request)."""
+    from ..envs import env_class
 
-    module_name = _REGISTRY[env_name].partition(":")[0]
-    try:
-        module = importlib.import_module(module_name + ".policies")
-    except ModuleNotFoundError:
-        return {}
-    policies: dict[str, Policy] = getattr(module, "POLICIES", {})
-    return policies
+    return dict(env_class(env_name).policies())
 
 
 def run_policy(policy: Policy, task: Task, messages: list[Message], tools: list[dict[str, Any]] | None, episode_id: str) -> PolicyReply:

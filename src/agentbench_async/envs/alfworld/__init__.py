@@ -26,11 +26,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ...errors import EnvUnavailableError
-from ...settings import Deviation
-from ..base import Environment, EpisodeContext, Session, Task
-from ..options import Option
-from ..taskfiles import missing_file
+from ...environment import Deviation, EnvUnavailableError, Environment, EpisodeContext, Option, Session, Task, missing_file
 from ..upstream_prompts import FC, V02, upstream_path, wording_deviations
 from .engine import GamePool, kept_folder
 from .prompts import UPSTREAM_TASK, Prompts, load_prompts

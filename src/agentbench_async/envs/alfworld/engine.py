@@ -22,8 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...errors import EnvError, EnvUnavailableError
-from ...processes import lower_priority
+from ...environment import EnvError, EnvUnavailableError, lower_priority
 from .worker import KEPT_FOLDER_VARIABLE
 
 _START_TIMEOUT = 120.0  # importing textworld on a loaded 2-core machine

@@ -17,8 +17,7 @@ from __future__ import annotations
 
 import json
 
-from ...mock.policy import Policy, PolicyReply, PolicyRequest, stable_choice
-from ...types import ToolCall
+from ...environment import Policy, PolicyReply, PolicyRequest, ToolCall, stable_choice
 from .prompts import TASK_LEAD
 
 

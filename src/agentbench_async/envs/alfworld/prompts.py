@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...types import Message
+from ...environment import Message
 from ..upstream_prompts import V02, fc_tools, upstream_source
 
 TEXT_INSTRUCTION = (

@@ -24,10 +24,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ... import statuses as st
-from ...errors import EnvError
-from ...types import Message, ModelReply
-from ..base import EpisodeContext, Outcome, Session, Step, Task
+from ...environment import EnvError, EpisodeContext, Message, ModelReply, Outcome, Session, Step, Task, statuses as st
 from .engine import Game, GamePool, GameState
 from .parsing import Mapped, extract_action, nearest_admissible, normalise, repeats, tool_argument
 from .prompts import (

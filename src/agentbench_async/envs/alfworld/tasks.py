@@ -19,10 +19,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ...errors import EnvUnavailableError, TaskFileError
+from ...environment import EnvUnavailableError, Task, TaskFileError, read_json
 from ...resources import environments_dir
-from ..base import Task
-from ..taskfiles import read_json
 
 # split-file key -> prompt key, in the order of AgentBench's split files
 TASK_TYPES: dict[str, str] = {

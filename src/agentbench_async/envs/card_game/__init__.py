@@ -28,11 +28,18 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ...errors import ConfigError
-from ...settings import Deviation
-from ..base import Environment, EpisodeContext, Session, Task
-from ..options import Option, bool_option, int_option
-from ..taskfiles import missing_file
+from ...environment import (
+    ConfigError,
+    Deviation,
+    Environment,
+    EpisodeContext,
+    Option,
+    Session,
+    Task,
+    bool_option,
+    int_option,
+    missing_file,
+)
 from ..upstream_prompts import V02, upstream_path
 from .agentbench_session import AgentBenchSession, TimeLimits
 from .engine import STATE_LIMIT

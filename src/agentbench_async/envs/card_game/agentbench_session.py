@@ -26,9 +26,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ... import statuses as st
-from ...types import Message
-from ..base import EpisodeContext, Outcome, Step, Task
+from ...environment import EpisodeContext, Message, Outcome, Step, Task, statuses as st
 from .client_view import ClientView
 from .session import GameSession
 from .wording import Wording

@@ -28,7 +28,7 @@ import json
 import re
 from typing import Any
 
-from ...mock.policy import Policy, PolicyReply, PolicyRequest
+from ...environment import Policy, PolicyReply, PolicyRequest
 from .baselines import Move
 from .baselines import play_move
 from .engine import EEL, FLAME, LINEUP, SPRAY, SUNFISH, Game

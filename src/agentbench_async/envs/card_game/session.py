@@ -21,10 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ... import statuses as st
-from ...errors import EnvError
-from ...types import Message, ModelReply
-from ..base import EpisodeContext, Outcome, Session, Step, Task
+from ...environment import EnvError, EpisodeContext, Message, ModelReply, Outcome, Session, Step, Task, statuses as st
 from .baselines import Baseline, Move, baseline_turn, play_move
 from .engine import FISH_NAMES, MAX_HP, Game, IllegalMove
 from .protocol import (

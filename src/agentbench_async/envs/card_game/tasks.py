@@ -20,10 +20,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ...errors import TaskFileError
+from ...environment import Task, TaskFileError, read_json
 from ...resources import environments_dir
-from ..base import Task
-from ..taskfiles import read_json
 from .baselines import BASELINES
 
 STAGE = 2  # the guess phase is on (stage 1, without guessing, is never used by v0.2)

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...errors import TaskFileError
+from ...environment import TaskFileError
 from ..upstream_prompts import V02, upstream_path, upstream_source
 from .engine import LINEUP
 from .protocol import ACK, ACTION_FORMAT, ACTION_PROMPT, FISH_TEXT, GUESS_FORMAT, GUESS_PROMPT, fish_dict

@@ -29,10 +29,7 @@ from typing import Any, ClassVar
 
 import pymysql
 
-from ...errors import EnvUnavailableError
-from ..base import Environment, EpisodeContext, Session, Task
-from ..options import Option
-from ..taskfiles import missing_file
+from ...environment import EnvUnavailableError, Environment, EpisodeContext, Option, Session, Task, missing_file
 from .backend import Backend
 from .protocol import MAX_OPERATIONS
 from .server import DEFAULT_TMP_MB, PrivateMariaDB, parse_db_url, probe_flavour

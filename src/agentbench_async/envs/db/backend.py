@@ -32,7 +32,7 @@ from typing import Any, TypeVar
 import pymysql
 import pymysql.cursors
 
-from ...errors import EnvError
+from ...environment import EnvError
 from .grading import hash_query, quote_ident
 from .server import GROUP_CONCAT_MAX_LEN, MYSQL8_SQL_MODE, PrivateMariaDB, ServerInfo
 from .sqltext import RowsText, error_text

@@ -16,8 +16,7 @@ import json
 import re
 from typing import Any
 
-from ...mock.policy import Policy, PolicyReply, PolicyRequest, stable_choice
-from ...types import ToolCall
+from ...environment import Policy, PolicyReply, PolicyRequest, ToolCall, stable_choice
 from .grading import is_modify, quote_ident
 
 _NUMBER_AFTER_EQUALS = re.compile(r"(=\s*)(-?\d+(?:\.\d+)?)(?=\s|;|$|\))")

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ...types import Message
+from ...environment import Message
 
 MAX_OPERATIONS = 15  # configs/tasks/dbbench.yaml max_round
 

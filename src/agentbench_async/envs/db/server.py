@@ -29,8 +29,8 @@ from urllib.parse import unquote, urlparse
 
 import pymysql
 
-from ...errors import ConfigError, EnvError, EnvUnavailableError
-from ...processes import lower_priority, pid_alive
+from ...environment import ConfigError, EnvError, EnvUnavailableError, lower_priority
+from ...processes import pid_alive
 
 # MySQL 8's default sql_mode (what AgentBench's `mysql` image ran with).
 MYSQL8_SQL_MODE = (

@@ -5,9 +5,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from ... import statuses as st
-from ...types import Message, ModelReply
-from ..base import EpisodeContext, Outcome, Session, Step, Task
+from ...environment import EpisodeContext, Message, ModelReply, Outcome, Session, Step, Task, statuses as st
 from .backend import Backend, EpisodeDatabase
 from .grading import answer_items, answers_match, is_modify, metric_category
 from .protocol import (

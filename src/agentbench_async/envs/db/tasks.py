@@ -12,10 +12,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ...errors import TaskFileError
+from ...environment import Task, TaskFileError, read_text
 from ...resources import environments_dir
-from ..base import Task
-from ..taskfiles import read_text
 from .grading import MODIFY_TYPES, SELECT_TYPES
 
 OFFICIAL_FILES = {"dev": "dev.jsonl", "test": "standard.jsonl"}

@@ -21,10 +21,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from ...errors import TaskFileError
-from ...types import Message, ModelReply
-from ..base import Environment, EpisodeContext, Outcome, Session, Step, Task
-from ..options import Option
+from ...environment import Environment, EpisodeContext, Message, ModelReply, Option, Outcome, Session, Step, Task, TaskFileError
 
 _ANSWER = re.compile(r"ANSWER:\s*(\S+)")
 

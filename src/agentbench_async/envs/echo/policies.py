@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import re
 
-from ...mock.policy import Policy, PolicyReply, PolicyRequest, stable_choice
-from ...types import ToolCall
+from ...environment import Policy, PolicyReply, PolicyRequest, ToolCall, stable_choice
 
 _ASK = re.compile(r"Repeat this number: (\d+)")
 

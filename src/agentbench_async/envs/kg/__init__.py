@@ -23,10 +23,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ...errors import EnvError, EnvUnavailableError
-from ..base import Environment, EpisodeContext, Session, Task
-from ..options import Option
-from ..taskfiles import missing_file
+from ...environment import EnvError, EnvUnavailableError, Environment, EpisodeContext, Option, Session, Task, missing_file
 from .backends import HttpSparqlBackend, OxigraphBackend, SparqlBackend
 from .ontology import Ontology, load_ontology
 from .session import KGSession

@@ -20,8 +20,7 @@ import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ...errors import TaskFileError
-from ..taskfiles import read_json, read_text
+from ...environment import TaskFileError, read_json, read_text
 
 
 @dataclass(frozen=True)

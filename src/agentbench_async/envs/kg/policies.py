@@ -15,8 +15,7 @@ from __future__ import annotations
 import json
 import re
 
-from ...mock.policy import Policy, PolicyReply, PolicyRequest, stable_choice
-from ...types import ToolCall
+from ...environment import Policy, PolicyReply, PolicyRequest, ToolCall, stable_choice
 from .tools import TOOL_PARAMS
 
 _CALL = re.compile(r"^(\w+)\((.*)\)$")

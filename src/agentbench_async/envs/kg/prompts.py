@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...types import Message
+from ...environment import Message
 
 MAX_ROUNDS = 15
 

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ... import statuses as st
-from ...types import Message, ModelReply
-from ..base import EpisodeContext, Outcome, Session, Step, Task
+from ...environment import EpisodeContext, Message, ModelReply, Outcome, Session, Step, Task, statuses as st
 from .backends import QueryFailed
 from .metric import exact_match, executable, f1
 from .parsing import (

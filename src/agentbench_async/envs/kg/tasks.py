@@ -7,10 +7,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ...errors import TaskFileError
+from ...environment import Task, TaskFileError, read_json
 from ...resources import environments_dir
-from ..base import Task
-from ..taskfiles import read_json
 
 OFFICIAL_FILES = {"dev": "dev.json", "test": "std.json"}
 BUILTIN_FILES = {"dev": "dev.json", "test": "test.json"}

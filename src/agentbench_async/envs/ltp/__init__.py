@@ -16,11 +16,8 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ...errors import ConfigError, TaskFileError
+from ...environment import ConfigError, Environment, EpisodeContext, Option, Session, Task, TaskFileError, missing_file
 from ...resources import environments_dir
-from ..base import Environment, EpisodeContext, Session, Task
-from ..options import Option
-from ..taskfiles import missing_file
 from .data import load_builtin, load_official, official_path
 from .prompts import PROMPTERS
 from .session import LTPSession, require_judge

@@ -14,8 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ...errors import TaskFileError
-from ..taskfiles import read_text
+from ...environment import TaskFileError, read_text
 
 # Official folder per language, and file per engine split (AgentBench "standard" = our "test").
 OFFICIAL_FOLDERS: dict[str, str] = {"en": "lateralthinkingpuzzle", "zh": "lateralthinkingpuzzle_zh"}

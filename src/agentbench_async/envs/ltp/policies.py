@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 import re
 
-from ...mock.policy import Policy, PolicyReply, PolicyRequest, stable_choice
+from ...environment import Policy, PolicyReply, PolicyRequest, stable_choice
 from .bleu import char_unigram_bleu
 from .data import key_lines
 from .prompts import EN, PROMPTERS, Prompter

@@ -30,10 +30,20 @@ import asyncio
 import contextlib
 from typing import Any
 
-from ... import statuses as st
-from ...errors import ContextLimitError, EnvError, ModelError
-from ...types import Message, ModelReply
-from ..base import EpisodeContext, JudgeFn, Outcome, Session, Step, Task
+from ...environment import (
+    ContextLimitError,
+    EnvError,
+    EpisodeContext,
+    JudgeFn,
+    Message,
+    ModelError,
+    ModelReply,
+    Outcome,
+    Session,
+    Step,
+    Task,
+    statuses as st,
+)
 from .bleu import char_unigram_bleu
 from .data import key_lines
 from .prompts import NO_PREFIXES, YES_PREFIXES, Prompter

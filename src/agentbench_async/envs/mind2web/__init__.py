@@ -26,12 +26,8 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ...errors import ConfigError
+from ...environment import ConfigError, Deviation, Environment, EpisodeContext, Option, Session, Task, missing_file
 from ...resources import environments_dir
-from ...settings import Deviation
-from ..base import Environment, EpisodeContext, Session, Task
-from ..options import Option
-from ..taskfiles import missing_file
 from .data import load_samples, load_scores, score_file, split_files
 from .prompts import PROMPT_FILES, FewShot, load_prompt, prompt_path
 from .session import Mind2WebSession

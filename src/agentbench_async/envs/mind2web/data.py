@@ -22,8 +22,7 @@ import struct
 from pathlib import Path
 from typing import Any
 
-from ...errors import TaskFileError
-from ..taskfiles import read_json
+from ...environment import TaskFileError, read_json
 from .protocol import TOP_K, shown_ids
 
 SPLIT_DIRS = {"dev": "data_dev", "test": "data_std"}

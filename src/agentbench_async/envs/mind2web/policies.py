@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ...mock.policy import Policy, PolicyReply, PolicyRequest, stable_choice
+from ...environment import Policy, PolicyReply, PolicyRequest, stable_choice
 from .dom import render_round
 from .protocol import ROUND_SIZE, initial_pool
 

@@ -17,9 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...errors import TaskFileError
-from ...types import Message
-from ..taskfiles import read_json
+from ...environment import Message, TaskFileError, read_json
 from .protocol import PREVIOUS_K
 
 PROMPT_FILES = {"cot": "llm_prompt_cot.json", "plain": "llm_prompt.json"}

@@ -13,11 +13,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from ... import statuses as st
-from ...errors import EnvError
+from ...environment import EnvError, Message, ModelReply, Outcome, Session, Step, Task, statuses as st
 from ...history import AGENTBENCH_SEGMENT_BUDGET, count_segments
-from ...types import Message, ModelReply
-from ..base import Outcome, Session, Step, Task
 from .dom import PageError, Round, render_round
 from .prompts import FewShot, question, round_messages
 from .protocol import ROUND_SIZE, gold_action, initial_pool, parse_reply, step_metrics

@@ -14,11 +14,20 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ... import statuses as st
-from ...errors import EnvError, EnvUnavailableError
-from ...types import Message, ModelReply
-from ..base import Environment, EpisodeContext, Outcome, Session, Step, Task
-from ..options import Option
+from ...environment import (
+    EnvError,
+    EnvUnavailableError,
+    Environment,
+    EpisodeContext,
+    Message,
+    ModelReply,
+    Option,
+    Outcome,
+    Session,
+    Step,
+    Task,
+    statuses as st,
+)
 from .control import close_idle_wardens
 from .grading import grade, run_script
 from .protocol import TOOLS, Action, ParseError, first_messages, observation_text, parse_text, parse_tools

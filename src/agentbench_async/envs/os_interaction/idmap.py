@@ -13,7 +13,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from ...errors import EnvError
+from ...environment import EnvError
 
 ROOT_ID_BASE = 0x70000000
 ID_COUNT = 65536

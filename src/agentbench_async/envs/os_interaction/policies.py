@@ -12,8 +12,7 @@ import json
 import re
 import shlex
 
-from ...mock.policy import Policy, PolicyReply, PolicyRequest, stable_choice
-from ...types import ToolCall
+from ...environment import Policy, PolicyReply, PolicyRequest, ToolCall, stable_choice
 
 _OUTPUT = re.compile(r"^The output of the OS:\n\n(.*)$", re.DOTALL)
 

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ...types import Message, ModelReply
+from ...environment import Message, ModelReply
 
 _ACT = re.compile(r"Act:\s*(.+)")
 _BASH_BLOCK = re.compile(r"```bash\n(.*?)\n```", re.DOTALL)

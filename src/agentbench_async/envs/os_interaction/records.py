@@ -13,9 +13,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ...errors import TaskFileError
+from ...environment import Task, TaskFileError
 from ...resources import environments_dir
-from ..base import Task
 from .scripts import script_file
 
 STD_GROUPS = tuple(str(g) for g in range(1, 8))

@@ -29,7 +29,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ...errors import EnvUnavailableError
+from ...environment import EnvUnavailableError
 
 PACKAGES = ("python3", "python3-pip", "git", "vim", "curl", "wget", "unzip", "zip", "tree", "procps")
 DEFAULT_MIRROR = "http://deb.debian.org/debian"

@@ -29,11 +29,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ...errors import TaskFileError
-from ...settings import Deviation
-from ..base import Environment, EpisodeContext, Session, Task
-from ..options import Option
-from ..taskfiles import missing_file
+from ...environment import Deviation, Environment, EpisodeContext, Option, Session, Task, TaskFileError, missing_file
 from ..upstream_prompts import FC, V02, upstream_path, wording_deviations
 from .catalog import DEFAULT_PRICE_SEED, Catalog, load_catalog
 from .nouns import DEFAULT_SPACY_MODEL, SOURCES, default_source, noun_tagger

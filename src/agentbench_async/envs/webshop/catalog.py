@@ -26,7 +26,7 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
-from ...errors import TaskFileError
+from ...environment import TaskFileError
 from .jsonstream import iter_array, iter_object
 
 PRODUCTS_FILE = "items_shuffle.json"

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ...errors import TaskFileError
+from ...environment import TaskFileError
 
 _CHUNK = 1 << 20
 _DECODER = json.JSONDecoder()

@@ -20,7 +20,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from ...errors import EnvUnavailableError
+from ...environment import EnvUnavailableError
 
 NounFn = Callable[[str], tuple[str, ...]]
 DEFAULT_SPACY_MODEL = "en_core_web_lg"

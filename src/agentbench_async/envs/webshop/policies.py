@@ -18,8 +18,7 @@ import ast
 import json
 from typing import Any
 
-from ...mock.policy import Policy, PolicyReply, PolicyRequest, stable_choice
-from ...types import ToolCall
+from ...environment import Policy, PolicyReply, PolicyRequest, ToolCall, stable_choice
 from .protocol import ACTION_RE
 
 MAX_PAGES = 5

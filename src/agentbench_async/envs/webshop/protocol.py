@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...types import Message
+from ...environment import Message
 from ..upstream_prompts import V02, fc_tools, upstream_source
 
 MAX_ROUNDS = 10  # AgentBench v0.2 webshop: 10 rounds (text mode)

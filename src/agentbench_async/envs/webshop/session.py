@@ -13,9 +13,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from ... import statuses as st
-from ...types import Message, ModelReply, ToolCall
-from ..base import EpisodeContext, Outcome, Session, Step, Task
+from ...environment import EpisodeContext, Message, ModelReply, Outcome, Session, Step, Task, ToolCall, statuses as st
 from .catalog import Goal
 from .protocol import (
     FC_ROUNDS,

@@ -14,10 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...errors import TaskFileError
+from ...environment import Task, TaskFileError, range_option
 from ...resources import environments_dir
-from ..base import Task
-from ..options import range_option
 from .catalog import PRODUCTS_FILE, Catalog, Goal, Product
 from .reward import normalize_color, token_set_ratio
 
