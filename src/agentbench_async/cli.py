@@ -40,10 +40,12 @@ def _parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="evaluate models on environments (re-running resumes)")
     run.add_argument("--config", type=Path, help="YAML run config (flags override its values)")
     run.add_argument("--model", help="model name (the provider's model id unless the config sets 'model')")
-    run.add_argument("--provider", choices=["openai", "anthropic"], help="wire format (default openai: any OpenAI-compatible server)")
+    run.add_argument("--provider", choices=["openai", "anthropic", "azure"], help="wire format (default openai: any OpenAI-compatible "
+                     "server; azure: Azure OpenAI, the deployment as --model, api-version from $OPENAI_API_VERSION)")
     run.add_argument("--base-url", help="API base URL: an OpenAI-compatible server's root, e.g. http://localhost:8000/v1; "
                      "Anthropic: the host root as its SDK takes it (https://api.anthropic.com) or the same ending in /v1")
-    run.add_argument("--api-key-env", help="name of the environment variable holding the API key")
+    run.add_argument("--api-key-env", help="name of the environment variable holding the API key (default: the provider SDK's, "
+                     "OPENAI_API_KEY, ANTHROPIC_API_KEY or AZURE_OPENAI_API_KEY, when set)")
     run.add_argument("--env", help="environments, comma-separated: os,db,kg,card_game,ltp,alfworld,webshop,mind2web; all (the "
                      "default): every one, each without --data-dir where its official data is absent")
     run.add_argument("--split", choices=["dev", "test"], help="task split (test = AgentBench 'std'; default test)")
@@ -73,7 +75,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--history", choices=["full", "agentbench"],
                      help="history sent each turn (default agentbench: AgentBench's 3,500-segment truncation; full is an opt-in)")
     run.add_argument("--judge-model", help="judge model for ltp (same provider options as --model unless --judge-* given)")
-    run.add_argument("--judge-provider", choices=["openai", "anthropic"])
+    run.add_argument("--judge-provider", choices=["openai", "anthropic", "azure"])
     run.add_argument("--judge-base-url")
     run.add_argument("--judge-api-key-env")
     # the run's limit flags (--rpm, --tpm, --max-retries, --max-in-flight, --timeout) apply to the judge too;

@@ -19,7 +19,7 @@ from .errors import AgentBenchError, ConfigError
 from .history import POLICY_NAMES
 from .models import PROVIDERS, ModelConfig
 from .models.batches import batch_settings
-from .models.families import ADAPTABLE, apply_family_defaults
+from .models.families import ADAPTABLE, apply_family_defaults, apply_sdk_environment, check_key
 from .settings import AGENTBENCH_HISTORY, DATA_DIR_SKIPPED, DEVIATIONS_KEY, deviations_json
 
 ALL_ENVS = "all"  # --env all (or no --env): every environment
@@ -69,6 +69,13 @@ class RunConfig:
         if self.ray is not None:  # where it ran (operational: not in the fingerprint)
             public["ray"] = self.ray.public_dict()
         return public
+
+    def check_keys(self) -> None:
+        """Every model's (and the judge's) key variable, checked before the result file is created."""
+        for i, model in enumerate(self.models):
+            check_key(model, f"models[{i}] ({model.name})")
+        if self.judge is not None:
+            check_key(self.judge, f"judge ({self.judge.name})")
 
     def env_data_dir(self, env: str) -> Path | None:
         """The ``--data-dir`` environment ``env`` reads: None when it runs without (skipped, or none given)."""
@@ -144,6 +151,7 @@ def model_from_dict(raw: Any, where: str) -> ModelConfig:
     cfg.left_to_engine = frozenset(ADAPTABLE) - set(raw)
     apply_family_defaults(cfg, raw)  # OpenAI's reasoning models by name: max_completion_tokens, no temperature
     _check_model(cfg, where)
+    apply_sdk_environment(cfg, raw, where)  # OPENAI_API_KEY, ANTHROPIC_BASE_URL, ... where the config names none
     return cfg
 
 
@@ -181,7 +189,10 @@ def _check_model(cfg: ModelConfig, where: str) -> None:
     if cfg.base_url is not None and not (isinstance(cfg.base_url, str) and cfg.base_url.startswith(("http://", "https://"))):
         raise ConfigError(f"{where}.base_url: {cfg.base_url!r} is not an http(s) URL")
     cfg.check(where)  # reasoning fields, Anthropic thinking constraints, proxy/CA fields
-    batch_settings(cfg.batch, where)
+    if batch_settings(cfg.batch, where) is not None and cfg.provider == "azure":
+        raise ConfigError(f"{where}.batch: Azure OpenAI's batch API is not supported; remove batch (direct calls)")
+    if cfg.api_version is not None and (not isinstance(cfg.api_version, str) or not cfg.api_version.strip()):
+        raise ConfigError(f"{where}.api_version: expected Azure's api-version as text (e.g. 2024-10-21), got {cfg.api_version!r}")
     for name in ("price_in", "price_out", "price_cached_in", "price_cache_write"):
         value = getattr(cfg, name)
         if value is not None and not _is_number(value, 0):

@@ -157,6 +157,7 @@ class Evaluation:
         cfg = self.config
         raise_open_file_limit()
         envs: dict[str, Environment] = {}
+        cfg.check_keys()  # an unset key variable: refused before the result file exists
         store = Store(cfg.out)
         fingerprint = cfg.fingerprint()
         writer: EpisodeWriter | None = None

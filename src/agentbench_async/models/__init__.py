@@ -9,9 +9,9 @@ from ..limits import ModelLimits, in_flight_cap
 from .anthropic import AnthropicClient
 from .base import ModelClient, ModelConfig, estimate_tokens
 from .network import Route, client_session
-from .openai import OpenAIClient
+from .openai import AzureOpenAIClient, OpenAIClient
 
-PROVIDERS: dict[str, type[ModelClient]] = {"openai": OpenAIClient, "anthropic": AnthropicClient}
+PROVIDERS: dict[str, type[ModelClient]] = {"openai": OpenAIClient, "anthropic": AnthropicClient, "azure": AzureOpenAIClient}
 
 
 def make_client(config: ModelConfig, session: aiohttp.ClientSession, limits: ModelLimits, target: Route | None = None) -> ModelClient:
@@ -19,7 +19,7 @@ def make_client(config: ModelConfig, session: aiohttp.ClientSession, limits: Mod
     try:
         cls = PROVIDERS[config.provider]
     except KeyError:
-        raise ConfigError(f"model {config.name!r}: unknown provider {config.provider!r} (use openai or anthropic)") from None
+        raise ConfigError(f"model {config.name!r}: unknown provider {config.provider!r} (use openai, anthropic or azure)") from None
     return cls(config, session, limits, target)
 
 

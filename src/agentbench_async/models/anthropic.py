@@ -10,7 +10,7 @@ import aiohttp
 from ..limits import ModelLimits
 from ..types import Message, ModelReply, ToolCall, Usage
 from .base import ModelClient, ModelConfig
-from .families import anthropic_api_root
+from .families import anthropic_api_root, join_url
 from .network import Route
 from .replies import ReplyReader, add_counts
 
@@ -106,7 +106,7 @@ class AnthropicClient(ModelClient):
     def __init__(self, config: ModelConfig, session: aiohttp.ClientSession, limits: ModelLimits, target: Route | None = None) -> None:
         super().__init__(config, session, limits, target)
         self.base_url = anthropic_api_root(self.base_url)  # the SDK's host root or the same ending in /v1
-        self.endpoint = f"{self.base_url}/messages"
+        self.endpoint = join_url(self.base_url, "/messages")
 
     def _request(self, messages: list[Message], tools: list[dict[str, Any]] | None) -> tuple[str, dict[str, str], dict[str, Any]]:
         system, converted = _to_anthropic(messages)

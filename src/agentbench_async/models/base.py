@@ -73,6 +73,7 @@ class ModelConfig:
     max_tokens_param: str | None = None
     reasoning_effort: str | None = None  # OpenAI reasoning models: none | minimal | low | medium | high | xhigh
     thinking: dict[str, Any] | None = None  # Anthropic extended thinking: {type: enabled, budget_tokens: N}
+    api_version: str | None = None  # provider azure: the api-version query (default $OPENAI_API_VERSION)
     reasoning_handling: str = "separate"  # separate: thinking kept out of the reply | raw: AgentBench's behaviour
     proxy: str | None = None  # http:// proxy for this model (overrides HTTP(S)_PROXY/NO_PROXY)
     ca_bundle: str | None = None  # PEM file of extra CA certificates (added to the system's)
@@ -94,6 +95,8 @@ class ModelConfig:
     def max_tokens_field(self) -> str:
         if self.max_tokens_param:
             return self.max_tokens_param
+        if self.provider == "azure":
+            return "max_completion_tokens"
         if self.provider != "openai":
             return "max_tokens"
         host = urlsplit(self.base_url).hostname or "" if self.base_url else "api.openai.com"
@@ -147,14 +150,14 @@ class ModelConfig:
         """The pause a server's ``Retry-After`` gets: what it asked, at most ``retry_after_max_s``."""
         return None if retry_after is None else min(retry_after, self.retry_after_max_s)
 
-    def api_key(self) -> str | None:
+    def api_key(self, where: str | None = None) -> str | None:
         """The key from the environment; never stored, logged or put into an exception message."""
         if not self.api_key_env:
             return None
         key = os.environ.get(self.api_key_env)
         if not key:
             raise ConfigError(
-                f"model {self.name!r}: environment variable {self.api_key_env} is not set (export it, "
+                f"{where or 'model ' + repr(self.name)}: environment variable {self.api_key_env} is not set (export it, "
                 f"or set api_key_env to the variable that holds the key)"
             )
         return key
@@ -179,6 +182,7 @@ _EXPECTED_BASE_URL = {
     "openai": "the root of an OpenAI-compatible API, where /chat/completions is, usually ending in /v1 (https://api.openai.com/v1, "
               "http://localhost:8000/v1)",
     "anthropic": "the host root as Anthropic's SDK takes it (https://api.anthropic.com; /v1 is added) or the same ending in /v1",
+    "azure": "the Azure OpenAI endpoint (https://RESOURCE.openai.azure.com) with the deployment's name as the model",
 }  # fmt: skip
 
 

@@ -10,6 +10,7 @@ import aiohttp
 from ..limits import ModelLimits
 from ..types import Message, ModelReply, ToolCall, Usage
 from .base import ModelClient, ModelConfig
+from .families import azure_deployment_root, join_url
 from .network import Route
 from .reasoning import message_reasoning, split_think
 from .replies import ReplyReader
@@ -20,7 +21,7 @@ class OpenAIClient(ModelClient):
 
     def __init__(self, config: ModelConfig, session: aiohttp.ClientSession, limits: ModelLimits, target: Route | None = None) -> None:
         super().__init__(config, session, limits, target)
-        self.endpoint = f"{self.base_url}/chat/completions"
+        self.endpoint = join_url(self.base_url, "/chat/completions")  # a base URL's query stays after the path
         # the fixed part of every request body, built once (and changed when the server refuses a field left to the engine)
         fixed: dict[str, Any] = {config.max_tokens_field: config.max_tokens}
         if config.temperature is not None:  # temperature: null omits it (reasoning models take only their default)
@@ -37,8 +38,12 @@ class OpenAIClient(ModelClient):
         body.update(self.config.extra_body)
         headers = {"Content-Type": "application/json", **self.config.headers}
         if self._api_key:
-            headers["Authorization"] = f"Bearer {self._api_key}"
+            headers.update(self._auth(self._api_key))
         return self.endpoint, headers, body
+
+    @staticmethod
+    def _auth(key: str) -> dict[str, str]:
+        return {"Authorization": f"Bearer {key}"}
 
     def _adapt(self, cause: tuple[str, str | None], sent: dict[str, Any]) -> str | None:
         """``unsupported_parameter`` for the token field: the other one; ``unsupported_value``/``unsupported_parameter``
@@ -111,6 +116,20 @@ class OpenAIClient(ModelClient):
             name=read.name(function.get("name"), f"{where}.function.name"),
             arguments=read.text(function.get("arguments"), f"{where}.function.arguments") or "{}",
         )
+
+
+class AzureOpenAIClient(OpenAIClient):
+    """Azure OpenAI as the openai SDK's ``AzureOpenAI`` calls it: the deployment (the model id) in the path, the
+    ``api-version`` query, the key in an ``api-key`` header."""
+
+    def __init__(self, config: ModelConfig, session: aiohttp.ClientSession, limits: ModelLimits, target: Route | None = None) -> None:
+        super().__init__(config, session, limits, target)
+        root = azure_deployment_root(self.base_url, config.model_id)
+        self.endpoint = join_url(root, "/chat/completions", {"api-version": config.api_version or ""})
+
+    @staticmethod
+    def _auth(key: str) -> dict[str, str]:
+        return {"api-key": key}
 
 
 def _content(read: ReplyReader, value: Any) -> str:

@@ -1,0 +1,192 @@
+"""Keys and URLs as the SDKs take them (issue 35): OPENAI_API_KEY/OPENAI_BASE_URL and ANTHROPIC_API_KEY/
+ANTHROPIC_BASE_URL are the defaults when the config names none, a named variable wins, Azure OpenAI in the
+SDK's AzureOpenAI form, and every key/variable check before the result file exists. Each through the CLI against a
+loopback server that logs what it received. Fixture: tests/fixtures/conventions/sdk_environment.json (read from
+openai-python 3.3.1 and anthropic-sdk-python 0.121.0)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from aiohttp import web
+from engine_support import query
+
+from agentbench_async.cli import main
+from agentbench_async.mock.server import MockModelServer, MockOptions
+
+SDK = json.loads((Path(__file__).resolve().parents[1] / "fixtures" / "conventions" / "sdk_environment.json").read_text(encoding="utf-8"))
+RUN = ["run", "--task-header", "--env", "echo", "--split", "dev", "--no-progress", "--limit", "2"]
+KEY = "sk-test-0123456789abcdef"  # a key-shaped value: it must reach the server and nowhere else
+
+
+@pytest.fixture(autouse=True)
+def _no_sdk_variables(monkeypatch: pytest.MonkeyPatch) -> None:
+    for provider in ("openai", "anthropic", "azure"):
+        for name, value in SDK[provider].items():
+            if name.endswith("_variable"):
+                monkeypatch.delenv(value, raising=False)
+
+
+class _Logged:
+    """The mock model in a thread of its own (the CLI runs its own event loop), logging each request's path,
+    query and headers."""
+
+    def __init__(self) -> None:
+        self.requests: list[tuple[str, str, dict[str, str]]] = []
+        self.port = 0
+
+    @contextlib.contextmanager
+    def serving(self) -> Iterator[_Logged]:
+        ready, stop = threading.Event(), threading.Event()
+        loop = asyncio.new_event_loop()
+
+        async def serve() -> None:
+            server = MockModelServer(MockOptions(policy="oracle"))
+            app = server.app()
+
+            @web.middleware
+            async def log(request: web.Request, handler):  # type: ignore[no-untyped-def]
+                self.requests.append((request.path, request.query_string, dict(request.headers)))
+                return await handler(request)
+
+            app.middlewares.append(log)
+            app.router.add_post("/openai/deployments/{deployment}/chat/completions", server._openai)
+            runner = web.AppRunner(app, access_log=None, handle_signals=False)
+            await runner.setup()
+            site = web.TCPSite(runner, "127.0.0.1", 0)
+            await site.start()
+            self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+            ready.set()
+            while not stop.is_set():
+                await asyncio.sleep(0.02)
+            await runner.cleanup()
+
+        thread = threading.Thread(target=loop.run_until_complete, args=(serve(),), daemon=True)
+        thread.start()
+        assert ready.wait(30)
+        try:
+            yield self
+        finally:
+            stop.set()
+            thread.join(10)
+            loop.close()
+
+    @property
+    def root(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+
+def _run(capsys: pytest.CaptureFixture[str], out: Path, *args: str) -> tuple[int, str]:
+    code = main([*RUN, "--out", str(out), *args])
+    return code, capsys.readouterr().err
+
+
+def _stored_model(out: Path) -> dict:
+    return json.loads(query(out, "SELECT config FROM runs")[0][0])["models"][0]
+
+
+def _key_nowhere_in(out: Path, err: str) -> None:
+    assert KEY not in err
+    assert KEY.encode() not in out.read_bytes(), "the key is never stored"
+
+
+def test_openai_key_and_base_url_from_the_sdks_variables(capsys, tmp_path, monkeypatch):
+    sdk = SDK["openai"]
+    out = tmp_path / "o.duckdb"
+    with _Logged().serving() as server:
+        monkeypatch.setenv(sdk["key_variable"], KEY)
+        monkeypatch.setenv(sdk["base_url_variable"], server.root + "/v1")
+        code, err = _run(capsys, out, "--model", "mock-oracle")  # no --api-key-env, no --base-url
+    assert code == 0, err
+    name, value = sdk["auth_header"]
+    assert server.requests and {r[0] for r in server.requests} == {"/v1" + sdk["chat_path"]}
+    assert all(r[2].get(name) == value.format(api_key=KEY) for r in server.requests)
+    assert _stored_model(out)["api_key_env"] == sdk["key_variable"]
+    assert query(out, "SELECT count(*) FROM episodes WHERE status = 'completed'") == [(2,)]
+    _key_nowhere_in(out, err)
+
+
+def test_a_named_key_variable_and_a_given_base_url_win_over_the_sdks_variables(capsys, tmp_path, monkeypatch):
+    out = tmp_path / "n.duckdb"
+    with _Logged().serving() as server:
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-the-default-one-not-this")
+        monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # nothing listens there
+        monkeypatch.setenv("MY_GATEWAY_KEY", KEY)
+        code, err = _run(capsys, out, "--model", "mock-oracle", "--api-key-env", "MY_GATEWAY_KEY", "--base-url", server.root + "/v1")
+    assert code == 0, err
+    assert {r[2].get("Authorization") for r in server.requests} == {f"Bearer {KEY}"}
+    assert _stored_model(out)["api_key_env"] == "MY_GATEWAY_KEY"
+
+
+def test_anthropic_key_and_base_url_from_the_sdks_variables(capsys, tmp_path, monkeypatch):
+    sdk = SDK["anthropic"]
+    out = tmp_path / "a.duckdb"
+    with _Logged().serving() as server:
+        monkeypatch.setenv(sdk["key_variable"], KEY)
+        monkeypatch.setenv(sdk["base_url_variable"], server.root)  # the SDK's form: the host root
+        code, err = _run(capsys, out, "--model", "mock-oracle", "--provider", "anthropic")
+    assert code == 0, err
+    name, value = sdk["auth_header"]
+    assert {r[0] for r in server.requests} == {sdk["messages_path"]}
+    headers = {k.lower(): v for k, v in server.requests[0][2].items()}
+    assert headers[name.lower()] == value.format(api_key=KEY) and "authorization" not in headers
+    _key_nowhere_in(out, err)
+
+
+def test_azure_openai_in_the_sdks_form(capsys, tmp_path, monkeypatch):
+    sdk = SDK["azure"]
+    out = tmp_path / "z.duckdb"
+    with _Logged().serving() as server:
+        monkeypatch.setenv(sdk["key_variable"], KEY)
+        monkeypatch.setenv(sdk["endpoint_variable"], server.root)
+        monkeypatch.setenv(sdk["api_version_variable"], "2024-10-21")
+        code, err = _run(capsys, out, "--model", "mock-oracle", "--provider", "azure")
+    assert code == 0, err
+    expected_path = (sdk["base_url_from_endpoint"].format(azure_endpoint="") + sdk["deployments_prefix"].format(model="mock-oracle")
+                     + sdk["chat_path"])  # fmt: skip
+    assert {(r[0], r[1]) for r in server.requests} == {(expected_path, "api-version=2024-10-21")}
+    name, value = sdk["auth_header"]
+    headers = {k.lower(): v for k, v in server.requests[0][2].items()}
+    assert headers[name] == value.format(api_key=KEY) and "authorization" not in headers
+    body_field = _stored_model(out)
+    assert body_field["provider"] == "azure" and body_field["api_version"] == "2024-10-21"
+    _key_nowhere_in(out, err)
+
+
+def test_a_base_url_with_a_query_keeps_it_after_the_path(capsys, tmp_path):
+    out = tmp_path / "q.duckdb"
+    with _Logged().serving() as server:
+        code, err = _run(capsys, out, "--model", "mock-oracle", "--base-url", server.root + "/v1?api-version=2024-10-21")
+    assert code == 0, err
+    assert {(r[0], r[1]) for r in server.requests} == {("/v1/chat/completions", "api-version=2024-10-21")}
+
+
+@pytest.mark.parametrize(("args", "env", "says"), [
+    (["--api-key-env", "NOT_EXPORTED_KEY"], {}, "environment variable NOT_EXPORTED_KEY is not set"),
+    (["--judge-model", "mock-judge", "--judge-api-key-env", "NO_JUDGE_KEY", "--base-url", "http://127.0.0.1:9/v1"], {},
+     "judge (mock-judge): environment variable NO_JUDGE_KEY is not set"),
+    ([], {}, "api.openai.com needs an API key: export OPENAI_API_KEY"),
+    (["--provider", "anthropic"], {}, "api.anthropic.com needs an API key: export ANTHROPIC_API_KEY"),
+    (["--provider", "azure"], {"AZURE_OPENAI_ENDPOINT": "https://r.openai.azure.com", "AZURE_OPENAI_API_KEY": KEY},
+     "api_version: no API version: set api_version (e.g. 2024-10-21) or export OPENAI_API_VERSION"),
+    (["--provider", "azure"], {"OPENAI_API_VERSION": "2024-10-21", "AZURE_OPENAI_API_KEY": KEY},
+     "base_url: no Azure endpoint: set base_url (https://RESOURCE.openai.azure.com) or export AZURE_OPENAI_ENDPOINT"),
+    (["--provider", "azure", "--base-url", "https://r.openai.azure.com"], {"OPENAI_API_VERSION": "2024-10-21"},
+     "api_key_env: no key: export AZURE_OPENAI_API_KEY"),
+    ([], {"OPENAI_BASE_URL": "localhost:8000/v1"}, "$OPENAI_BASE_URL is 'localhost:8000/v1', not an http(s) URL"),
+])  # fmt: skip
+def test_every_key_and_variable_is_checked_before_the_result_file_exists(capsys, tmp_path, monkeypatch, args, env, says):
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    out = tmp_path / "never.duckdb"
+    code, err = _run(capsys, out, "--model", "gpt-4o", *args)
+    assert code == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and says in lines[0], err
+    assert not out.exists() and list(tmp_path.iterdir()) == [], "nothing is left behind"
