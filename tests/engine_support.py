@@ -64,12 +64,13 @@ async def serve_app(app: web.Application, ssl_context: Any = None) -> AsyncItera
 
 
 @contextlib.contextmanager
-def mock_process(*options: str) -> Iterator[str]:
-    """``agentbench serve-mock`` in its own process on a free loopback port for the block; yields its base URL."""
+def mock_process(*options: str, python: str = sys.executable) -> Iterator[str]:
+    """``agentbench serve-mock`` in its own process (of the interpreter ``python``: another virtualenv's, say) on a free
+    loopback port for the block; yields its base URL."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "agentbench_async.cli", "serve-mock", "--port", str(port), *options],
+    proc = subprocess.Popen([python, "-m", "agentbench_async.cli", "serve-mock", "--port", str(port), *options],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
     try:
         deadline = time.monotonic() + 60  # the server's start takes seconds on a loaded machine

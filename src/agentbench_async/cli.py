@@ -46,8 +46,9 @@ def _parser() -> argparse.ArgumentParser:
                      "Anthropic: the host root as its SDK takes it (https://api.anthropic.com) or the same ending in /v1")
     run.add_argument("--api-key-env", help="name of the environment variable holding the API key (default: the provider SDK's, "
                      "OPENAI_API_KEY, ANTHROPIC_API_KEY or AZURE_OPENAI_API_KEY, when set)")
-    run.add_argument("--env", help="environments, comma-separated: os,db,kg,card_game,ltp,alfworld,webshop,mind2web; all (the "
-                     "default): every one, each without --data-dir where its official data is absent")
+    run.add_argument("--env", help="environments, comma-separated: os,db,kg,card_game,ltp,alfworld,webshop,mind2web or an installed "
+                     "plugin's (agentbench envs lists them); all (the default): every built-in one, each without --data-dir where its "
+                     "official data is absent (all,NAME adds a plugin)")
     run.add_argument("--split", choices=["dev", "test"], help="task split (test = AgentBench 'std'; default test)")
     run.add_argument("--limit", type=int, help="only the first N tasks of each environment")
     run.add_argument("--repeats", type=int, help="run every task K times (pass@k, pass^k)")
@@ -140,6 +141,10 @@ def _parser() -> argparse.ArgumentParser:
                       "overview, failure matrix, episode lists and every transcript; opens from file:// or any static host")
 
     sub.add_parser("envs", help="environments, splits, task counts, what each needs installed")
+
+    new_env = sub.add_parser("new-env", help="write an installable environment package to start your own from (runs at once)")
+    new_env.add_argument("name", metavar="NAME", help="the environment's name (lowercase letters, digits, _)")
+    new_env.add_argument("--out", type=Path, required=True, metavar="DIR", help="where to write the package (new or empty)")
 
     mock = sub.add_parser("serve-mock", help="serve the built-in mock model (OpenAI-compatible) on loopback")
     mock.add_argument("--host", default="127.0.0.1")
@@ -414,14 +419,19 @@ def _cmd_view(args: argparse.Namespace) -> int:
 
 def _cmd_envs(args: argparse.Namespace) -> int:
     from .analytics.terminal import print_table
-    from .envs import available_envs, make_env
+    from .envs import available_envs, make_env, plugin_envs, plugins
 
     table = Table(title="Environments (built-in task suites; --data-dir runs the official ones)", title_justify="left")
     for col in ("env", "metric", "dev", "test", "turn cap", "tools mode"):
         table.add_column(col, justify="right" if col in ("dev", "test", "turn cap") else "left")
     about: list[tuple[str, str, str]] = []
-    for name in available_envs():
-        env = make_env(name)
+    unusable: list[str] = []  # plugins that cannot be loaded or are refused: one line each, the others listed
+    for name in available_envs() + plugin_envs():
+        try:
+            env = make_env(name)
+        except AgentBenchError as exc:
+            unusable.append(str(exc))
+            continue
         counts = []
         for split in ("dev", "test"):
             try:
@@ -430,12 +440,24 @@ def _cmd_envs(args: argparse.Namespace) -> int:
                 counts.append("?")
                 about.append((name, f"{split} split", str(exc)))
         table.add_row(name, env.metric, *counts, str(env.max_turns), "yes" if env.supports_tools else "no")
-        about.append((name, env.description, env.requires))
+        about.append((name, env.description + (f" (plugin from {plugins()[name].package})" if name in plugins() else ""), env.requires))
     print_table(_console, table, keys=1)
     # the long texts as wrapped paragraphs, not as table cells (they would be a word per line at 80 columns)
     for name, description, needs in about:
         _console.print(f"[bold]{escape(name)}[/]: {escape(description)}", highlight=False)
         _console.print(f"  needs: {escape(needs)}", highlight=False)
+    unusable += [f"environment plugin {p.name!r} from {p.package} is refused: {p.refused}" for p in plugins().values() if p.refused]
+    for line in unusable:
+        _err.print(f"warning: {line}", markup=False, highlight=False, soft_wrap=True)  # one line each, for grep
+    return 0
+
+
+def _cmd_new_env(args: argparse.Namespace) -> int:
+    from .scaffold import new_env
+
+    written = new_env(args.name, args.out)
+    _err.print(f"wrote {counted(len(written), 'file')} of environment {args.name} to {args.out}; next: pip install -e {args.out} && "
+               f"agentbench demo --env {args.name} (its README says what to edit)", markup=False, highlight=False, soft_wrap=True)
     return 0
 
 
@@ -501,6 +523,7 @@ def _cmd_data(args: argparse.Namespace) -> int:
 _COMMANDS = {
     "run": _cmd_run, "demo": _cmd_demo, "report": _cmd_report, "sql": _cmd_sql, "show": _cmd_show,
     "compare": _cmd_compare, "view": _cmd_view, "envs": _cmd_envs, "serve-mock": _cmd_serve_mock, "data": _cmd_data,
+    "new-env": _cmd_new_env,
 }  # fmt: skip
 
 

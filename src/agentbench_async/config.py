@@ -22,7 +22,7 @@ from .models.batches import batch_settings
 from .models.families import ADAPTABLE, apply_family_defaults, apply_sdk_environment, check_key
 from .settings import AGENTBENCH_HISTORY, DATA_DIR_SKIPPED, DEVIATIONS_KEY, deviations_json
 
-ALL_ENVS = "all"  # --env all (or no --env): every environment
+ALL_ENVS = "all"  # --env all (or no --env): every built-in environment; --env all,NAME adds plugin NAME
 _MODEL_FIELDS = {f.name: f for f in dataclasses.fields(ModelConfig) if f.name != "left_to_engine"}
 
 
@@ -285,9 +285,11 @@ def build_config(raw: dict[str, Any], *, where: str = "config") -> RunConfig:
     if isinstance(envs_raw, str):
         envs_raw = [e.strip() for e in envs_raw.split(",") if e.strip()]
     action_mode = raw.get("action_mode", "text")
-    every_env = not envs_raw or list(envs_raw) == [ALL_ENVS]
+    every_env = not envs_raw or ALL_ENVS in envs_raw
     if every_env:  # every environment (in tools mode, every one with a tools mode: AgentBench FC defines no others)
+        named = [e for e in envs_raw if e != ALL_ENVS]  # plugin environments run only when named: --env all,NAME
         envs_raw = [e for e in available_envs() if action_mode != "tools" or env_class(e).supports_tools]
+        envs_raw += [e for e in named if e not in envs_raw]
     for env in envs_raw:
         try:
             env_class(env)

@@ -9,7 +9,13 @@ import sys
 import pytest
 from aiohttp import web
 
+from agentbench_async.config import build_config
 from agentbench_async.data_pull import DataPullError, manifest, pull
+from agentbench_async.envs import make_env
+from agentbench_async.envs.base import EpisodeContext
+from agentbench_async.envs.card_game.protocol import ACK
+from agentbench_async.envs.card_game.wording import upstream_wording
+from agentbench_async.settings import deviations
 
 
 @pytest.fixture
@@ -41,7 +47,7 @@ async def mirror(official_data_dir):
 
 def test_manifest_matches_the_official_files(official_data_dir):
     files = manifest()
-    assert len(files) == 83  # 61 data files + 22 upstream prompt sources and task configs
+    assert len(files) == 84  # 61 data files + 23 upstream prompt sources and task configs
     for f in files:
         assert hashlib.sha256((official_data_dir / f["path"]).read_bytes()).hexdigest() == f["sha256"], f["path"]
 
@@ -49,10 +55,10 @@ def test_manifest_matches_the_official_files(official_data_dir):
 async def test_pull_downloads_verifies_and_skips_present_files(tmp_path, mirror, official_data_dir):
     base, state = mirror
     n = await pull(tmp_path / "data", base_url=base)
-    assert n == 83 and state["requests"] == 83
+    assert n == 84 and state["requests"] == 84
     assert (tmp_path / "data/dbbench/standard.jsonl").read_bytes() == (official_data_dir / "dbbench/standard.jsonl").read_bytes()
     await pull(tmp_path / "data", base_url=base)
-    assert state["requests"] == 83, "files already present with the right hash are not downloaded again"
+    assert state["requests"] == 84, "files already present with the right hash are not downloaded again"
 
 
 async def test_pull_refuses_a_file_whose_hash_does_not_match(tmp_path, mirror):
@@ -68,3 +74,24 @@ def test_cli_data_pull_unreachable_server_is_a_one_line_error(tmp_path):
                            "--base-url", "http://127.0.0.1:9/none"], capture_output=True, text=True, timeout=120)  # fmt: skip
     assert proc.returncode == 2
     assert proc.stderr.startswith("error: ") and "download failed after retries" in proc.stderr
+
+
+async def test_a_pulled_data_dir_plays_card_game_with_upstreams_acknowledgement(tmp_path, mirror):
+    """AI/client.py is pulled and pinned like the other prompt files: card_game then sends upstream's
+    acknowledgement after the rules and the run records no deviation (before: the project's own line, and
+    card_game.acknowledgement beside the score)."""
+    base, _ = mirror
+    data = tmp_path / "data"
+    await pull(data, base_url=base)
+    client = data / "upstream-prompts/v0.2/src/server/tasks/card_game/AI/client.py"
+    assert client.is_file()
+    raw = {"out": str(tmp_path / "x.duckdb"), "models": ["m"], "envs": ["card_game"], "data_dir": str(data)}
+    assert deviations(build_config(raw, where="test").public_dict()) == []
+    env = make_env("card_game", data_dir=data)
+    await env.start()
+    task = next(iter(env.tasks("test")))
+    session = await env.open_session(task, EpisodeContext(episode_id=task.task_id))
+    messages = await session.begin()
+    ack = [m["content"] for m in messages if m["role"] == "assistant"]
+    assert ack and ack[0] != ACK and f'(system, "{ack[0]}")' in client.read_text()  # upstream's, verbatim
+    assert ack[0] == upstream_wording(data).ack and upstream_wording(data).source == "upstream"

@@ -155,6 +155,7 @@ async def test_first_prompt_through_the_environment_is_upstreams(official_data_d
 def test_the_acknowledgement_is_read_from_client_py(official_data_dir: Path, tmp_path: Path) -> None:
     shutil.copytree(official_data_dir / "upstream-prompts", tmp_path / "upstream-prompts")
     client = upstream_path(tmp_path, V02, CLIENT_FILE)
+    client.unlink(missing_ok=True)  # a data dir without it (AgentBench's data/, or pulled before it was pinned)
     assert upstream_wording(tmp_path).ack == ACK and "own acknowledgement" in upstream_wording(tmp_path).source
     client.write_text("class Client:\n    def llm_call(self, history, prompt, system):\n        if system:\n"
                       "            history.append((system, 'Fine, let us play.'))\n")  # a stand-in, not upstream's

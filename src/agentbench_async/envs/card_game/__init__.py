@@ -76,8 +76,8 @@ class CardGameEnvironment(Environment):
 
     @classmethod
     def settled_options(cls, data_dir: Path | None, options: Mapping[str, Any]) -> dict[str, Any]:
-        """AgentBench's game read from ``--data-dir``: whether upstream's acknowledgement is there (``AI/client.py``,
-        which AgentBench's ``data/`` lacks), stored so the run's deviations say when it is not."""
+        """AgentBench's game read from ``--data-dir``: whether upstream's acknowledgement is there (``AI/client.py``:
+        ``agentbench data pull`` fetches it, AgentBench's ``data/`` lacks it), stored so the run's deviations say when it is not."""
         settled = dict(options)
         fixed = str(settled.get("fixes", "false")).strip().lower() != "false"
         if data_dir is not None and not fixed and "acknowledgement" not in settled:

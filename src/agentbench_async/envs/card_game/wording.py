@@ -9,9 +9,9 @@ fetches (``envs/upstream_prompts.py``: parsed with ``ast``, nothing executed):
   per-decision templates);
 * ``AI/AI_En.py``: ``self.skill_type`` and ``self.passive_type`` of ``Agent.__init__`` (the names shown for
   the skill and the passives of the last actions);
-* ``AI/client.py``: the acknowledgement ``Client.llm_call`` puts after each first message. ``agentbench data
-  pull`` does not fetch that file yet: while it is missing from the data dir the project's acknowledgement is
-  used and every episode says so (``details.wording``).
+* ``AI/client.py``: the acknowledgement ``Client.llm_call`` puts after each first message (``agentbench data
+  pull`` fetches it; a data dir without it, e.g. AgentBench's own ``data/``, gets the project's
+  acknowledgement and every episode says so in ``details.wording``).
 
 Without ``--data-dir`` the texts are the project's own (same structure, same information, own words). The
 fixed game (``card_game.fixes=true``) keeps its one-conversation description in ``protocol.py``.
