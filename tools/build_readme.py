@@ -1,7 +1,8 @@
-"""Build README.md from docs/README.in.md, the environment pages docs/envs/<env>.md,
-docs/distributed.md and docs/reading-results.md (a test checks the committed README is up to date).
+"""Build README.md from docs/index.md, the documentation site's front page (a test checks the committed README
+is up to date). Links between pages are relative inside docs/; in the README they point into docs/.
 
-    python tools/build_readme.py
+    python tools/build_readme.py            # write README.md
+    python tools/build_readme.py --check    # exit 1 when README.md is out of date
 """
 
 from __future__ import annotations
@@ -11,31 +12,25 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-ENV_ORDER = ("os", "db", "kg", "card_game", "ltp", "alfworld", "webshop", "mind2web")
+SOURCE = ROOT / "docs" / "index.md"
+NOTE = "<!-- Generated from docs/index.md by tools/build_readme.py: edit that page, then run the tool. -->\n"
 
 
-def _demote(text: str, levels: int) -> str:
-    """Push every Markdown heading down ``levels`` levels (outside code fences)."""
+def _into_docs(match: re.Match[str]) -> str:
+    target = match.group(2)
+    if re.match(r"^(?:[a-z][a-z0-9+.-]*:|#|/)", target):  # a URL, an anchor or an absolute path: as written
+        return match.group(0)
+    return f"{match.group(1)}(docs/{target})"
+
+
+def build() -> str:
+    text = SOURCE.read_text(encoding="utf-8")
     out, fenced = [], False
     for line in text.splitlines():
         if line.startswith("```"):
             fenced = not fenced
-        if not fenced and re.match(r"^#+ ", line):
-            line = "#" * levels + line
-        out.append(line)
-    return "\n".join(out).strip() + "\n"
-
-
-def build() -> str:
-    template = (ROOT / "docs" / "README.in.md").read_text(encoding="utf-8")
-    envs = [ROOT / "docs" / "envs" / f"{name}.md" for name in ENV_ORDER]
-    sections = "\n".join(_demote(p.read_text(encoding="utf-8"), 2) for p in envs if p.exists())
-    reading = (ROOT / "docs" / "reading-results.md").read_text(encoding="utf-8")
-    reading = re.sub(r"\]\(([\w-]+\.png)\)", r"](docs/\1)", reading)  # report.png, view.png: next to this page in docs/
-    reading = re.sub(r"^## Reading results\n+", "", reading)
-    distributed = (ROOT / "docs" / "distributed.md").read_text(encoding="utf-8").strip() + "\n"
-    return (template.replace("ENV_SECTIONS\n", sections).replace("READING_RESULTS\n", reading.strip() + "\n")
-            .replace("DISTRIBUTED\n", distributed))
+        out.append(line if fenced else re.sub(r"(\]|!\[[^\]]*\])\(([^)\s]+)\)", _into_docs, line))
+    return NOTE + "\n".join(out).strip() + "\n"
 
 
 if __name__ == "__main__":

@@ -24,6 +24,20 @@ ALL_STATUSES: Final = (
     CANCELLED,
 )
 
+# What each status means (the documentation's statuses reference is generated from this).
+MEANINGS: Final = {
+    COMPLETED: "the episode ended normally (the answer may still be wrong: see `score`/`success`)",
+    CONTEXT_LIMIT_EXCEEDED: "the conversation no longer fits the model's context window",
+    INVALID_FORMAT: "the reply could not be parsed as an action of the environment's protocol",
+    INVALID_ACTION: "the reply parsed, but the action is not valid/executable here",
+    TASK_LIMIT_EXCEEDED: "the environment's turn cap was reached (ltp, as AgentBench, plays every round: a solved game "
+    "ends so, `success` true; reports count it solved)",
+    ENV_ERROR: "the environment failed (not the model's fault); `error` says why",
+    MODEL_ERROR: "the API failed after retries, or refused the request; not re-run when `details.permanent` (refused "
+    "identically twice)",
+    CANCELLED: "the run was interrupted while the episode was in flight",
+}
+
 # Outcomes that say something about the model; a re-run skips episodes that ended this way.
 AGENT_OUTCOMES: Final = frozenset(
     {COMPLETED, CONTEXT_LIMIT_EXCEEDED, INVALID_FORMAT, INVALID_ACTION, TASK_LIMIT_EXCEEDED}

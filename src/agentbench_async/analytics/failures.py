@@ -18,6 +18,19 @@ FAILURE_CLASSES: tuple[str, ...] = (
     "cancelled",
 )
 INFRA_CLASSES: tuple[str, ...] = ("env_error", "model_error", "cancelled")
+# What each class holds (the documentation's failure-class reference is generated from this).
+CLASS_MEANINGS: dict[str, str] = {
+    "completed_success": "solved: every episode the environment counts as a success, whatever its status (an ltp game "
+    "solved at the round limit ends `task_limit_exceeded`; `outcome_note` says how it ended)",
+    "completed_wrong": "ended normally (`completed`) without solving the task",
+    "context_limit_exceeded": "status `context_limit_exceeded`, not solved",
+    "invalid_format": "status `invalid_format`: a reply the protocol cannot parse",
+    "invalid_action": "status `invalid_action`: a parsed action the environment cannot execute",
+    "task_limit_exceeded": "status `task_limit_exceeded`, not solved: the turn cap was reached",
+    "env_error": "status `env_error`: the environment failed; run again on resume",
+    "model_error": "status `model_error`: the API failed; run again on resume",
+    "cancelled": "status `cancelled`: the run was interrupted; run again on resume",
+}
 PAPER_COLUMNS: tuple[str, ...] = (
     "completed",
     "context_limit_exceeded",
