@@ -28,16 +28,20 @@ from agentbench_async.models.batches import BatchSettings
 from agentbench_async.resources import analytics_dir
 from agentbench_async.store import live, schema
 
+# A field set by a flag of another name (run's dest), or by none (None)
+_FLAG_DEST = {"envs": "env", "judge": "judge_model", "env_options": "env_option", "name": "model", "model": None,
+              "prompt_caching": "no_prompt_caching"}
 GENERATED = "*Generated from the code when the site is built (`tools/reference_pages.py`): it lists every item the code defines.*"
 
 
 def _cell(text: object) -> str:
-    """``text`` fit for one Markdown table cell."""
-    return " ".join(str(text).split()).replace("|", "\\|")
+    """``text`` fit for one Markdown table cell: one line, ``|`` escaped outside code spans (a table keeps those whole)."""
+    parts = " ".join(str(text).split()).split("`")
+    return "`".join(part if i % 2 else part.replace("|", "\\|") for i, part in enumerate(parts))
 
 
 def _code(text: object) -> str:
-    return f"`{_cell(text)}`" if str(text) else ""
+    return f"`{' '.join(str(text).split())}`" if str(text) else ""
 
 
 def _table(headers: Iterable[str], rows: Iterable[Iterable[object]]) -> str:
@@ -71,7 +75,7 @@ def _default(f: dataclasses.Field[Any]) -> str:
         return _code(repr(f.default))
     if f.default_factory is not dataclasses.MISSING:
         return _code(repr(f.default_factory()))
-    return "required"
+    return "—"
 
 
 def _flags(parser: argparse.ArgumentParser) -> dict[str, str]:
@@ -92,8 +96,9 @@ def _field_rows(cls: type, keys: Iterable[str], flag_help: dict[str, str], flag_
     rows = []
     for key in keys:
         f = fields[key]
-        flag = flag_of(key) if key in flag_help else ""
-        meaning = comments.get(key) or flag_help.get(key, "")
+        dest = _FLAG_DEST.get(key, key)
+        flag = flag_of(dest) if dest in flag_help else ""
+        meaning = comments.get(key) or flag_help.get(dest or "", "")
         rows.append([_code(key), _code(f.type), _default(f), _code(flag) if flag else "", meaning])
     return rows
 

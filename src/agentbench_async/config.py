@@ -29,7 +29,7 @@ _MODEL_FIELDS = {f.name: f for f in dataclasses.fields(ModelConfig) if f.name !=
 @dataclass
 class RunConfig:
     out: Path
-    models: list[ModelConfig]
+    models: list[ModelConfig]  # the models to evaluate (the file's models: list; --model gives one)
     envs: list[str]
     split: str = "test"
     limit: int | None = None  # tasks per environment (the first N of the split)
@@ -43,7 +43,7 @@ class RunConfig:
     judge: ModelConfig | None = None
     env_options: dict[str, dict[str, Any]] = field(default_factory=dict)
     new_run: bool = False
-    seed: int = 0
+    seed: int = 0  # handed to every episode's environment (card_game seeds its opponent with it)
     ray: RaySettings | None = None  # where episodes run: None = this process (distributed/__init__.py)
 
     def public_dict(self) -> dict[str, Any]:

@@ -50,8 +50,8 @@ class ModelConfig:
     api_key_env: str | None = None  # the NAME of the environment variable holding the key
     temperature: float | None = 0.0
     max_tokens: int = 512
-    extra_body: dict[str, Any] = field(default_factory=dict)
-    headers: dict[str, str] = field(default_factory=dict)
+    extra_body: dict[str, Any] = field(default_factory=dict)  # request fields merged into every request body
+    headers: dict[str, str] = field(default_factory=dict)  # extra HTTP headers sent with every request
     context_window: int | None = None  # tokens; prompts estimated larger end as context_limit_exceeded
     max_in_flight: int | str = 64  # or "auto": adapted to the server's latency and refusals (limits.py)
     rpm: int | str | None = None  # None/"auto": the limit the server reports in its headers, if any
@@ -60,13 +60,13 @@ class ModelConfig:
     timeout: float = 120.0  # seconds for one HTTP attempt
     task_header: bool = False  # send X-AgentBench-Task (only the built-in mock model uses it)
     price_in: float | None = None  # USD per 1M input tokens (reports)
-    price_out: float | None = None
+    price_out: float | None = None  # USD per 1M output tokens (reports)
     price_cached_in: float | None = None  # USD per 1M input tokens read from the prompt cache (None: price_in)
     price_cache_write: float | None = None  # USD per 1M input tokens written to the cache (None: price_in)
     batch_discount: float = 0.5  # share of the price a batch request saves (OpenAI and Anthropic: 50%)
     rate_window_s: float = 60.0  # the window of rpm/tpm (60 = per minute)
     retry_backoff_s: float = 0.5  # exponential backoff with full jitter: random in [0, backoff * 2^n]
-    retry_backoff_max_s: float = 30.0
+    retry_backoff_max_s: float = 30.0  # the longest backoff between two attempts
     retry_after_max_s: float = 120.0  # the longest pause a server's Retry-After gets (it may ask for a day)
     # OpenAI-compatible: the request field carrying max_tokens; None = max_completion_tokens for OpenAI's
     # own API (api.openai.com, *.openai.azure.com), max_tokens for every other server

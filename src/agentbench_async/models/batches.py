@@ -46,7 +46,7 @@ class BatchSettings:
     size: int = DEFAULT_SIZE  # flush a batch at this many requests
     wait_s: float = 2.0  # ... or this long after the oldest queued request arrived
     poll_s: float = 5.0  # first wait between polls of a batch; doubles up to poll_max_s
-    poll_max_s: float = 60.0
+    poll_max_s: float = 60.0  # the longest wait between two polls
     max_batches: int = 50  # batches in progress at once
     max_enqueued_tokens: int | None = None  # estimated input tokens in progress (OpenAI's enqueued-token limit)
 
