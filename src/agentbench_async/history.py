@@ -7,6 +7,11 @@ oldest kept message is a user message, drop it (so the kept tail starts with the
 any single character that is not a letter, space or newline. In tools mode, tool results left at the
 head of the kept tail without their assistant call are dropped as well.
 
+A conversation that opens with system text (tools mode's [system, user task], AgentBench FC's layout) keeps
+the system messages and the task after them whole, as the first message is kept in v0.2: the task always
+reaches the model (v0.2's rule applied as is would drop the only user message from the kept tail). The rest is
+cut by the same budget, counting the kept head; the notice goes on the first (system) message.
+
 ``full`` (an opt-in, recorded as not comparable to the paper) sends everything: an overflow is then a
 ``context_limit_exceeded`` outcome rather than a shortened prompt.
 """
@@ -64,17 +69,28 @@ def _full(messages: list[Message]) -> list[Message]:
     return messages
 
 
+def _head_length(messages: list[Message]) -> int:
+    """How many leading messages are always sent: the first one (v0.2's instruction), or, when the conversation
+    opens with system text (AgentBench FC's layout: [system, user task]), the system messages and the first
+    message after them (the task)."""
+    head = 0
+    while head < len(messages) - 1 and messages[head].get("role") == "system":
+        head += 1
+    return head + 1
+
+
 def _agentbench(messages: list[Message]) -> list[Message]:
     if not messages:
         return messages
+    head = _head_length(messages)
     kept: list[Message] = []
     if sum(len(m.get("content") or "") for m in messages) < AGENTBENCH_SEGMENT_BUDGET:
         # each segment covers at least one character: a conversation shorter than the budget in
         # characters keeps every message (no count needed)
-        kept.extend(reversed(messages[1:]))
+        kept.extend(reversed(messages[head:]))
     else:
-        total = count_segments(messages[0].get("content") or "")
-        for message in reversed(messages[1:]):
+        total = sum(count_segments(m.get("content") or "") for m in messages[:head])
+        for message in reversed(messages[head:]):
             total += count_segments(message.get("content") or "")
             if total >= AGENTBENCH_SEGMENT_BUDGET:
                 break
@@ -83,12 +99,13 @@ def _agentbench(messages: list[Message]) -> list[Message]:
     # providers refuse such orphans, so they go too (text mode has no tool messages: AgentBench's rule).
     while kept and kept[-1].get("role") == "tool":
         kept.pop()
-    if kept and kept[-1].get("role") == "user":
+    if kept and kept[-1].get("role") == "user" and messages[head - 1].get("role") == "user":
         kept.pop()
     first: Message = {**messages[0]}
-    omitted = len(messages) - len(kept) - 1
+    omitted = len(messages) - len(kept) - head
     if omitted > 0:
         first["content"] = (first.get("content") or "") + f"\n\n[NOTICE] {omitted} messages are omitted."
+    kept.extend(reversed(messages[1:head]))
     kept.append(first)
     kept.reverse()
     return kept
