@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import socket
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +63,36 @@ async def serve_app(app: web.Application, ssl_context: Any = None) -> AsyncItera
         yield site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
     finally:
         await runner.cleanup()
+
+
+@contextlib.contextmanager
+def app_in_thread(make_app: Callable[[], web.Application]) -> Iterator[int]:
+    """Serve the app ``make_app`` builds on a free loopback port, in a thread with its own event loop (for tests that
+    drive the CLI, which runs its own loop); yields the port."""
+    ready, stop = threading.Event(), threading.Event()
+    port: list[int] = []
+    loop = asyncio.new_event_loop()
+
+    async def serve() -> None:
+        runner = web.AppRunner(make_app(), access_log=None, handle_signals=False)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port.append(site._server.sockets[0].getsockname()[1])  # type: ignore[union-attr]
+        ready.set()
+        while not stop.is_set():
+            await asyncio.sleep(0.02)
+        await runner.cleanup()
+
+    thread = threading.Thread(target=loop.run_until_complete, args=(serve(),), daemon=True)
+    thread.start()
+    assert ready.wait(30), "the test server did not start"
+    try:
+        yield port[0]
+    finally:
+        stop.set()
+        thread.join(10)
+        loop.close()
 
 
 @contextlib.contextmanager

@@ -31,7 +31,7 @@ from .episode import AgentFn, EpisodeCancelled, EpisodeSpec, episode_id, run_epi
 from .errors import AgentBenchError, ConfigError, EnvUnavailableError, StoreError, TaskFileError
 from .mock.policy import CALLER_HEADER, EPISODE_HEADER, TASK_HEADER
 from .models import ModelClient, ModelConfig, open_client
-from .models.base import adaptations
+from .models.base import PERMANENT_WORDS, STOPPED_WORDS, adaptations
 from .models.batches import BatchClient, batch_settings
 from .progress import Progress
 from .records import CallRow, EpisodeRecord
@@ -145,6 +145,7 @@ class Evaluation:
         self._registered = False  # the run's row is in the file (after every start settled)
         self._ledger: BatchLedger | None = None
         self._retry_after_caps = {m.name: m.retry_after_max_s for m in [*config.models, config.judge] if m is not None}
+        self._held: dict[str, list[EpisodeRecord]] = {}  # model -> permanent refusals not written yet (_submit)
 
     def stop(self) -> None:
         """Stop admitting episodes and cancel those in flight (SIGINT)."""
@@ -159,7 +160,7 @@ class Evaluation:
         envs: dict[str, Environment] = {}
         cfg.check_keys()  # an unset key variable: refused before the result file exists
         store = Store(cfg.out)
-        fingerprint = cfg.fingerprint()
+        fingerprint = store.resumed_fingerprint(cfg.public_dict(), cfg.fingerprint())  # another --env list resumes
         writer: EpisodeWriter | None = None
         try:
             done = store.done_episode_ids(fingerprint)
@@ -310,6 +311,7 @@ class Evaluation:
                     # the writer's last flush (up to a second of finished episodes) still with the GC tuned:
                     # under the default threshold it ran ~200 collections, up to a full one (~0.9 s at 1,000
                     # in flight); run() closing it again later is a no-op
+                    self._write_held(writer)
                     await writer.close()
                 finally:
                     gc.set_threshold(*old_threshold)
@@ -443,8 +445,34 @@ class Evaluation:
             global_sem.release()
             env_sem.release()
 
-    def _finish(self, record: EpisodeRecord, writer: EpisodeWriter, summary: RunSummary) -> None:
+    def _submit(self, record: EpisodeRecord, writer: EpisodeWriter, summary: RunSummary) -> None:
+        """Write ``record``. A permanent refusal is held while it may turn out to be what the server says to every request
+        (the client stops the model after ``max_same_failures`` in a row, a fatal error): then the held episodes are
+        written as ordinary model errors, which a resume re-runs; after any other outcome they are written as they are."""
+        model, details = record.model, record.details
+        if record.status == "model_error" and details.get("permanent"):
+            if model in self._disabled_models:  # refused while the model was being stopped
+                _not_permanent(record, None)
+            else:
+                self._held.setdefault(model, []).append(record)
+                return
+        elif record.status != "cancelled" and model in self._held:
+            release = details.get("fatal")
+            for held in self._held.pop(model):
+                if release:
+                    _not_permanent(held, summary.model_errors.get(model))
+                writer.submit(held)
         writer.submit(record)
+
+    def _write_held(self, writer: EpisodeWriter) -> None:
+        """At the end: the permanent refusals still held are written as they are."""
+        for records in self._held.values():
+            for record in records:
+                writer.submit(record)
+        self._held.clear()
+
+    def _finish(self, record: EpisodeRecord, writer: EpisodeWriter, summary: RunSummary) -> None:
+        self._submit(record, writer, summary)
         summary.episodes += 1
         summary.statuses[record.status] = summary.statuses.get(record.status, 0) + 1
         statuses = summary.model_statuses.get(record.model)
@@ -463,7 +491,8 @@ class Evaluation:
         if record.details.get("fatal") and record.model not in self._disabled_models:
             self._disabled_models.add(record.model)
             summary.fatal_errors.append(record.error or "fatal model error")
-            self.console.print(f"[red]error: {record.error}[/red]; no more episodes for {record.model}")
+            self.console.print(f"error: {record.error}; no more episodes for {record.model}", style="red", markup=False, highlight=False,
+                               soft_wrap=True)  # one line, for grep
 
     def _install_sigint(self, loop: asyncio.AbstractEventLoop) -> None:
         try:
@@ -480,6 +509,18 @@ class Evaluation:
     def _on_sigint(self) -> None:
         self.console.print("[yellow]interrupted: finishing up (in-flight episodes are stored as cancelled and re-run on resume)[/yellow]")
         self.stop()
+
+
+def _not_permanent(record: EpisodeRecord, counted: Counter[str] | None) -> None:
+    """A permanent refusal that turned out to be the server's answer to every request: a model error a resume re-runs
+    (``counted``: the summary's count of the model's errors, which counted it as it was)."""
+    record.details = {k: v for k, v in record.details.items() if k != "permanent"}
+    if record.error:
+        was, record.error = record.error, record.error.replace(PERMANENT_WORDS, STOPPED_WORDS)
+        if counted is not None and counted[was[:240]] > 0:
+            counted[was[:240]] -= 1
+            counted += Counter()  # (drops the zero)
+            counted[record.error[:240]] += 1
 
 
 async def run_evaluation(config: RunConfig, **kwargs: Any) -> RunSummary:

@@ -9,7 +9,6 @@ config, so files written before the list was stored get the same answer.
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -39,7 +38,8 @@ class Deviation:
         return not self.envs or env in self.envs
 
 
-def _env_result_options(env: str) -> dict[str, Any]:
+def env_result_options(env: str) -> dict[str, Any]:
+    """``env``'s options that decide results, with AgentBench v0.2's value (None: no such option upstream)."""
     from .envs import env_class  # late: the environments import the engine's modules
 
     try:
@@ -48,7 +48,8 @@ def _env_result_options(env: str) -> dict[str, Any]:
         return {}  # an environment this installation lacks: its options cannot be judged here
 
 
-def _env_deviations(env: str, config: dict[str, Any]) -> list[Deviation]:
+def env_deviations(env: str, config: dict[str, Any]) -> list[Deviation]:
+    """``env``'s own differences from AgentBench v0.2 in a run with this stored config (its prompts' wording, ...)."""
     from .envs import env_class
 
     options = (config.get("env_options") or {}).get(env) or {}
@@ -65,7 +66,7 @@ def env_data_dir(env: str, config: dict[str, Any]) -> Any:
     return None if env in (config.get(DATA_DIR_SKIPPED) or {}) else config.get("data_dir")
 
 
-def _official_tasks(env: str, config: dict[str, Any]) -> bool:
+def official_tasks(env: str, config: dict[str, Any]) -> bool:
     """Whether the run played ``env``'s official tasks (``--data-dir``, or the environment's own download)."""
     from .envs import env_class
 
@@ -85,7 +86,7 @@ def deviations(config: dict[str, Any]) -> list[Deviation]:
     if config.get("action_mode") == "tools":
         out.append(Deviation("action_mode", "tools", "text actions (tools mode is AgentBench FC's function calling)"))
     envs = config.get("envs") or []
-    own = [env for env in envs if not _official_tasks(env, config)]
+    own = [env for env in envs if not official_tasks(env, config)]
     if "data_dir" in config and own:
         value = "built-in task suites" + ("" if len(own) == len(envs) else f" ({', '.join(own)})")
         out.append(Deviation("data", value, "the official tasks (--data-dir)", "not the paper's tasks", envs=() if len(own) == len(envs) else tuple(own)))
@@ -94,10 +95,10 @@ def deviations(config: dict[str, Any]) -> list[Deviation]:
     env_options = config.get("env_options") or {}
     for env in envs:
         options = env_options.get(env) or {}
-        for key, upstream in _env_result_options(env).items():
+        for key, upstream in env_result_options(env).items():
             if key in options and (upstream is None or str(options[key]) != str(upstream)):
                 out.append(Deviation(f"{env}.{key}", str(options[key]), "no such option" if upstream is None else str(upstream), envs=(env,)))
-        out += _env_deviations(env, config)
+        out += env_deviations(env, config)
     judge = config.get("judge")
     if "ltp" in envs and isinstance(judge, dict):
         judge_id = judge.get("model") or judge.get("name")
@@ -124,35 +125,3 @@ def recorded_deviations(config: dict[str, Any]) -> list[Deviation]:
 def deviations_json(config: dict[str, Any]) -> list[dict[str, Any]]:
     """What a run stores under ``runs.config.agentbench_deviations``."""
     return [asdict(d) for d in deviations(config)]
-
-
-def result_settings(config: dict[str, Any], envs: list[str] | None = None) -> dict[str, str]:
-    """The settings other than the evaluated models' that decide results of the environments ``envs`` (default:
-    the run's): two runs can be compared episode by episode only if these agree (``compare``). Keys are setting
-    names, values their printed form."""
-    envs = list(config.get("envs") or []) if envs is None else envs
-    env_options = config.get("env_options") or {}
-    settings = {
-        "history": str(config.get("history")),
-        "action_mode": str(config.get("action_mode")),
-        "data": ", ".join(f"{env}: {'official' if _official_tasks(env, config) else 'built-in'}" for env in envs)
-        if "data_dir" in config else "None",
-        "split": str(config.get("split")),
-    }
-    judge = config.get("judge")
-    if "ltp" in envs:
-        settings["judge"] = "none" if not isinstance(judge, dict) else json.dumps(
-            {k: judge.get(k) for k in ("model", "name", "temperature", "max_tokens", "extra_body")}, sort_keys=True)
-    for env in envs:
-        options = env_options.get(env) or {}
-        for key, upstream in _env_result_options(env).items():
-            value = options.get(key, upstream)
-            if value is not None:
-                settings[f"{env}.{key}"] = str(value)
-        settings.update({d.setting: d.value for d in _env_deviations(env, config)})
-    return settings
-
-
-def differing_settings(a: dict[str, str], b: dict[str, str]) -> list[str]:
-    """``setting: A vs B`` for every setting the two differ in (a setting only one side has counts)."""
-    return [f"{k}: {a.get(k, 'default')} vs {b.get(k, 'default')}" for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]

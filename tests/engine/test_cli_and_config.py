@@ -80,7 +80,7 @@ async def test_refusal_names_the_run_wide_setting_that_changed(tmp_path):
     out = tmp_path / "r.duckdb"
     try:
         await run(echo_config(out, server.base_url, limit=1, history="full"))
-        with pytest.raises(StoreError, match=r"different run config \(history: 'full' in the file, 'agentbench' now\)"):
+        with pytest.raises(StoreError, match=r"different run config \(history: full in the file, agentbench now\)"):
             await run(echo_config(out, server.base_url, limit=1))
     finally:
         await server.stop()

@@ -6,16 +6,14 @@ openai-python 3.3.1 and anthropic-sdk-python 0.121.0)."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from aiohttp import web
-from engine_support import query
+from engine_support import app_in_thread, query
 
 from agentbench_async.cli import main
 from agentbench_async.mock.server import MockModelServer, MockOptions
@@ -34,48 +32,29 @@ def _no_sdk_variables(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 class _Logged:
-    """The mock model in a thread of its own (the CLI runs its own event loop), logging each request's path,
-    query and headers."""
+    """The mock model, logging each request's path, query and headers; also at Azure's deployment path."""
 
     def __init__(self) -> None:
         self.requests: list[tuple[str, str, dict[str, str]]] = []
         self.port = 0
 
+    def _app(self) -> web.Application:
+        server = MockModelServer(MockOptions(policy="oracle"))
+        app = server.app()
+
+        @web.middleware
+        async def log(request: web.Request, handler):  # type: ignore[no-untyped-def]
+            self.requests.append((request.path, request.query_string, dict(request.headers)))
+            return await handler(request)
+
+        app.middlewares.append(log)
+        app.router.add_post("/openai/deployments/{deployment}/chat/completions", server._openai)
+        return app
+
     @contextlib.contextmanager
     def serving(self) -> Iterator[_Logged]:
-        ready, stop = threading.Event(), threading.Event()
-        loop = asyncio.new_event_loop()
-
-        async def serve() -> None:
-            server = MockModelServer(MockOptions(policy="oracle"))
-            app = server.app()
-
-            @web.middleware
-            async def log(request: web.Request, handler):  # type: ignore[no-untyped-def]
-                self.requests.append((request.path, request.query_string, dict(request.headers)))
-                return await handler(request)
-
-            app.middlewares.append(log)
-            app.router.add_post("/openai/deployments/{deployment}/chat/completions", server._openai)
-            runner = web.AppRunner(app, access_log=None, handle_signals=False)
-            await runner.setup()
-            site = web.TCPSite(runner, "127.0.0.1", 0)
-            await site.start()
-            self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-            ready.set()
-            while not stop.is_set():
-                await asyncio.sleep(0.02)
-            await runner.cleanup()
-
-        thread = threading.Thread(target=loop.run_until_complete, args=(serve(),), daemon=True)
-        thread.start()
-        assert ready.wait(30)
-        try:
+        with app_in_thread(self._app) as self.port:
             yield self
-        finally:
-            stop.set()
-            thread.join(10)
-            loop.close()
 
     @property
     def root(self) -> str:

@@ -20,7 +20,8 @@ from .html_report import write_html
 from .loading import ReportError, Results, load
 from .operations import tool_call_hints
 from .report import build_report
-from .run_settings import model_settings, settings_conflicts
+from ..differences import changes, settings_of
+from .configs import configuration
 from .terminal import render, render_summary
 from .transcript import render_episode
 
@@ -99,12 +100,15 @@ def compare(a: Path, b: Path, *, model_a: str | None, model_b: str | None, conso
 
 
 def settings_difference(res_a: Results, res_b: Results, side_a: Side, side_b: Side) -> list[str]:
-    """The result-deciding settings in which the runs behind the two sides differ (empty: comparable)."""
-    envs_a = set(res_a.episodes.filter(pl.col("model") == side_a.model)["env"].unique().to_list())
-    envs_b = set(res_b.episodes.filter(pl.col("model") == side_b.model)["env"].unique().to_list())
-    envs = sorted(envs_a & envs_b)
-    return settings_conflicts(model_settings(res_a, side_a.model, envs, side_a.config_id),
-                              model_settings(res_b, side_b.model, envs, side_b.config_id))  # fmt: skip
+    """``setting: A vs B`` for the result-deciding settings in which the two sides' runs differ over the environments
+    both played (empty: comparable); one model on both sides: its own settings (``max_tokens``, ...) too."""
+    config_a, played_a = configuration(res_a, side_a.model, side_a.config_id)
+    config_b, played_b = configuration(res_b, side_b.model, side_b.config_id)
+    envs = sorted(played_a & played_b)
+    same = side_a.model == side_b.model
+    a = settings_of(config_a, envs, side_a.model, model_fields=same)
+    b = settings_of(config_b, envs, side_b.model, model_fields=same)
+    return changes(a, b, envs, envs)
 
 
 def _check_settings(res_a: Results, res_b: Results, side_a: Side, side_b: Side, allow: bool, console: Console) -> None:

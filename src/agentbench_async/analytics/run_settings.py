@@ -8,7 +8,7 @@ from typing import Any
 
 import polars as pl
 
-from ..settings import differing_settings, recorded_deviations, result_settings
+from ..settings import recorded_deviations
 from .loading import Results
 
 DEVIATION_COLUMNS = ("run_id", "source_file", "setting", "value", "agentbench", "note", "envs", "line")
@@ -74,31 +74,3 @@ def deviation_groups(table: pl.DataFrame, runs: list[str]) -> list[tuple[list[st
     for run, lines in by_run.items():
         groups.setdefault(lines, []).append(run)
     return [(ids, list(lines)) for lines, ids in groups.items()]
-
-
-def model_settings(res: Results, model: str, envs: list[str], config_id: str | None = None) -> list[dict[str, str]]:
-    """The distinct result-deciding settings (for ``envs``) of the runs that produced ``model``'s episodes (in the
-    deciding configuration ``config_id`` only, when given)."""
-    configs = run_configs(res)
-    mine = res.episodes.filter(pl.col("model") == model)
-    if config_id is not None:
-        mine = mine.filter(pl.col("config_id") == config_id)
-    run_ids = mine["run_id"].unique().sort().to_list()
-    out: list[dict[str, str]] = []
-    for run_id in run_ids:
-        settings = result_settings(configs.get(run_id, {}), envs)
-        if settings not in out:
-            out.append(settings)
-    return out
-
-
-def settings_conflicts(side_a: list[dict[str, str]], side_b: list[dict[str, str]]) -> list[str]:
-    """What differs among the settings of both sides (empty: the runs are comparable)."""
-    distinct: list[dict[str, str]] = []
-    for settings in [*side_a, *side_b]:
-        if settings not in distinct:
-            distinct.append(settings)
-    diffs: list[str] = []
-    for other in distinct[1:]:
-        diffs += [d for d in differing_settings(distinct[0], other) if d not in diffs]
-    return diffs

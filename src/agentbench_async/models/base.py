@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import email.utils
 import json
 import math
 import os
@@ -32,7 +33,14 @@ from .replies import MalformedReply, ReplyReader
 from .server_errors import fatal_cause, overflow_server
 from .wire import dumps_body, loads_body
 
-RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
+# What openai-python 3.3.1 and anthropic-sdk-python 0.121.0 retry (``_base_client.py`` ``_should_retry``): 408, 409,
+# 429 and every 5xx; a server's ``x-should-retry: true``/``false`` overrides the status.
+RETRY_STATUSES = frozenset({408, 409, 429})
+
+
+def retryable_status(status: int) -> bool:
+    """Whether the SDKs retry a reply with this HTTP status (when the server does not say with ``x-should-retry``)."""
+    return status in RETRY_STATUSES or status >= 500
 REASONING_HANDLING = ("separate", "raw")
 # reasoning_effort as OpenAI's API reference documents it (ReasoningEffort: which models take which is the model's own rule)
 REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
@@ -57,6 +65,9 @@ class ModelConfig:
     rpm: int | str | None = None  # None/"auto": the limit the server reports in its headers, if any
     tpm: int | str | None = None
     max_retries: int = 5
+    # requests refused the same permanent way this many times in a row stop the model (its unplayed episodes wait for a
+    # resume after the fix); 0: never
+    max_same_failures: int = 5
     timeout: float = 120.0  # seconds for one HTTP attempt
     task_header: bool = False  # send X-AgentBench-Task (only the built-in mock model uses it)
     price_in: float | None = None  # USD per 1M input tokens (reports)
@@ -201,12 +212,12 @@ def estimate_tokens(messages: list[Message], tools: list[dict[str, Any]] | None 
 
 
 def backoff_seconds(config: ModelConfig, attempt: int, exc: BaseException | None) -> float:
-    """Wait before attempt ``attempt + 1``: exponential backoff with full jitter, at least ``Retry-After``
-    (already capped at ``retry_after_max_s`` where the error was raised)."""
-    exponential = random.uniform(0, min(config.retry_backoff_max_s, config.retry_backoff_s * 2 ** (attempt - 1)))
-    if isinstance(exc, RetryableModelError) and exc.retry_after is not None:
-        return max(exc.retry_after, exponential)
-    return exponential
+    """Wait before attempt ``attempt + 1``: the pause the server asked for (``retry-after-ms``/``Retry-After``, already
+    capped at ``retry_after_max_s`` where the error was raised), as the SDKs honour it; else exponential backoff
+    with full jitter."""
+    if isinstance(exc, RetryableModelError) and exc.retry_after is not None and exc.retry_after > 0:
+        return exc.retry_after
+    return random.uniform(0, min(config.retry_backoff_max_s, config.retry_backoff_s * 2 ** (attempt - 1)))
 
 
 class ModelClient(abc.ABC):
@@ -224,6 +235,7 @@ class ModelClient(abc.ABC):
         self._timeout = aiohttp.ClientTimeout(total=config.timeout)
         self._via = request_kwargs(target) if target is not None else {}  # the proxy, decided once
         self._failed: ModelError | None = None  # set by an error no retry fixes: every later call fails at once
+        self._refused: tuple[tuple[int, bytes], int] | None = None  # the last permanent refusal and how many in a row
         self.stats = {"calls": 0, "retries": 0, "errors": 0, "input_tokens": 0, "output_tokens": 0}
 
     # -- provider specifics -------------------------------------------------------------------
@@ -296,7 +308,7 @@ class ModelClient(abc.ABC):
                     except _Refused as exc:
                         if exc.signature == last_refusal:
                             self.stats["errors"] += 1
-                            raise exc.permanent(self.config.name, "the server") from None
+                            raise self._for_good(exc.signature, str(exc), exc.permanent(self.config.name, "the server")) from None
                         last_refusal = exc.signature
                         raise
         except RetryableModelError as exc:
@@ -346,7 +358,8 @@ class ModelClient(abc.ABC):
                     async with self.session.post(url, data=payload, headers=headers, timeout=self._timeout, **self._via) as resp:
                         row.http_status = resp.status
                         raw = await resp.read()
-                        retry_after = retry_after_seconds(resp.headers.get("Retry-After"))
+                        retry_after = server_pause(resp.headers)
+                        should_retry = resp.headers.get("x-should-retry")
                         self._observe(row, resp.status, resp.headers, sent_at)
                 except (aiohttp.ClientError, asyncio.TimeoutError, ConnectionError) as exc:
                     self._observe(row, None, None, sent_at)
@@ -358,7 +371,7 @@ class ModelClient(abc.ABC):
                 row.retry_after_s = retry_after
                 status = resp.status
                 if status != 200:
-                    self._refusal(status, raw, retry_after, row, url, sent)
+                    self._refusal(status, raw, retry_after, row, url, sent, should_retry)
                 reply = self._read_reply(raw, status, row)
                 slot.report_usage((reply.usage.input_tokens or 0) + (reply.usage.output_tokens or 0))
                 return self._accept(reply, row)
@@ -402,8 +415,23 @@ class ModelClient(abc.ABC):
         row.finish_reason = reply.finish_reason
         return reply
 
+    def _for_good(self, signature: tuple[int, bytes], said: str, refused: ModelError) -> ModelError:
+        """A request refused for good (``refused``; the refusal's ``signature`` and what the server ``said``); the ``max_same_failures``-th
+        such refusal in a row, the same each time, stops the model instead: the server refuses everything (a wrong
+        field, an endpoint that does not fit), and the episodes not played are better left for a resume after the fix."""
+        count = self._refused[1] + 1 if self._refused is not None and self._refused[0] == signature else 1
+        self._refused = (signature, count)
+        limit = self.config.max_same_failures
+        if not limit or count < limit:
+            return refused
+        self._failed = ModelError(f"{self.config.name}: stopped after {count} requests in a row were refused the same way ({said}); "
+                                  "fix the cause and run the same command again: these episodes and those not played yet run then",
+                                  http_status=signature[0], fatal=True)  # fmt: skip
+        return self._failed
+
     def _accept(self, reply: ModelReply, row: CallRow) -> ModelReply:
         """Count a parsed reply; an empty reply cut at the context window is raised as an overflow."""
+        self._refused = None  # an answer: refusals so far were not everything the server says
         self.stats["input_tokens"] += reply.usage.input_tokens or 0
         self.stats["output_tokens"] += reply.usage.output_tokens or 0
         if reply.finish_reason in _LENGTH_REASONS and not reply.content and not reply.tool_calls:
@@ -413,8 +441,11 @@ class ModelClient(abc.ABC):
             raise ContextLimitError("the model stopped because its context window is full (model_context_window_exceeded)")
         return reply
 
-    def _refusal(self, status: int, raw: bytes, retry_after: float | None, row: CallRow, url: str, sent: dict[str, Any] | None) -> None:
-        """Classify a non-200 reply to the request ``sent`` to ``url`` and raise accordingly (never returns)."""
+    def _refusal(self, status: int, raw: bytes, retry_after: float | None, row: CallRow, url: str, sent: dict[str, Any] | None,
+                 should_retry: str | None = None) -> None:
+        """Classify a non-200 reply to the request ``sent`` to ``url`` and raise accordingly (never returns); ``should_retry``:
+        the server's ``x-should-retry`` header, which decides over the status as in the SDKs (a context overflow and an
+        error no retry fixes are still recognised first)."""
         body = _json_or_text(raw)
         message = self._redact(_error_message(body))
         row.error = f"HTTP {status}: {message}"[:500]
@@ -430,12 +461,18 @@ class ModelClient(abc.ABC):
         pause = self.config.pause_for(retry_after)  # the row keeps what the server asked (retry_after_s)
         if status == 429:
             self.limits.pause(pause if pause is not None else 1.0)
-        if status in RETRY_STATUSES:
-            raise RetryableModelError(row.error, http_status=status, retry_after=pause)
         server = overflow_server(status, body)
         if server is not None:
             row.limit_kind, row.limit_basis = "context_window", f"{server} overflow reply (HTTP {status})"
             raise ContextLimitError(f"the server ({server}) says the prompt exceeds the context window: {message}"[:300])
+        if should_retry == "false":
+            row.note = "not retried: x-should-retry: false"
+            self.stats["errors"] += 1
+            refused = ModelError(f"{self.config.name}: HTTP {status}, not retried (the server answered x-should-retry: false): {message}",
+                                 http_status=status, permanent=400 <= status < 500)  # fmt: skip
+            raise self._for_good((status, raw[:4000]), row.error, refused) if refused.permanent else refused
+        if should_retry == "true" or retryable_status(status):
+            raise RetryableModelError(row.error, http_status=status, retry_after=pause)
         if 400 <= status < 500:
             raise _Refused(row.error, http_status=status, signature=(status, raw[:4000]))
         raise ModelError(f"{self.config.name} ({self.config.base_url or self.config.provider}): HTTP {status}, the request "
@@ -476,6 +513,9 @@ class ModelClient(abc.ABC):
         return _KEY_ECHO.sub("***", text) if "-" in text else text
 
 
+# how a permanent refusal says so, and what it says instead when the same refusal stopped the model (scheduler.py)
+PERMANENT_WORDS = "a permanent failure of this episode (resume does not re-run it)"
+STOPPED_WORDS = "the server's answer to every request, so the model was stopped (resume re-runs it)"
 _MAX_ADAPTATIONS = 2  # a request is sent again at most twice after adapting (the token field, the temperature)
 _ADAPTED = "adapted: "
 
@@ -498,22 +538,44 @@ class _Refused(RetryableModelError):
 
     def permanent(self, model: str, by: str) -> ModelError:
         """The episode's failure when ``by`` (the server, the batch API) refused the same way twice."""
-        return ModelError(f"{model}: {by} refused this request the same way twice, a permanent failure of this episode "
-                          f"(resume does not re-run it): {self}", http_status=self.http_status, permanent=True)  # fmt: skip
+        return ModelError(f"{model}: {by} refused this request the same way twice, {PERMANENT_WORDS}: {self}",
+                          http_status=self.http_status, permanent=True)  # fmt: skip
 
 
 _KEY_ECHO = re.compile(r"\b(?:sk|sk-ant|sk-or|key)-[A-Za-z0-9_*.\-]{6,}")
 
 
-def retry_after_seconds(value: str | None) -> float | None:
-    """A ``Retry-After`` header in seconds (``inf`` stays infinite: the caller caps it); None when absent,
-    unreadable or NaN. The HTTP-date form is not read: exponential backoff decides then."""
+def server_pause(headers: Mapping[str, str] | None) -> float | None:
+    """The pause a reply asks for, read as openai-python 3.3.1's ``_parse_retry_after_header``: ``retry-after-ms``
+    (milliseconds) first, then ``Retry-After`` in seconds or as an HTTP date. None when none is readable."""
+    if not headers:
+        return None
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            seconds = float(ms) / 1000
+        except ValueError:
+            seconds = math.nan
+        if not math.isnan(seconds):
+            return max(0.0, seconds)
+    return retry_after_seconds(headers.get("Retry-After"))
+
+
+def retry_after_seconds(value: str | None, *, now: float | None = None) -> float | None:
+    """A ``Retry-After`` header in seconds: a number (``inf`` stays infinite: the caller caps it) or an HTTP date (the
+    seconds from ``now``, the wall clock); None when absent, unreadable or NaN."""
     if not value:
         return None
     try:
         seconds = float(value)
     except ValueError:
-        return None
+        try:
+            when = email.utils.parsedate_tz(value)
+            if when is None:
+                return None
+            seconds = email.utils.mktime_tz(when) - (time.time() if now is None else now)
+        except (TypeError, ValueError, OverflowError):
+            return None
     return None if math.isnan(seconds) else max(0.0, seconds)
 
 

@@ -26,7 +26,7 @@ import aiohttp
 
 from ..errors import ModelError
 from .anthropic import ANTHROPIC_VERSION
-from .base import RETRY_STATUSES, ModelClient, backoff_seconds, expected_base_url, retry_after_seconds
+from .base import ModelClient, backoff_seconds, expected_base_url, retryable_status, server_pause
 from .network import redact_url
 
 HEADERS_FIELD = "agentbench_headers"  # the mock model's task headers, sent inside a line (task_header only)
@@ -116,7 +116,7 @@ class BatchAPI(abc.ABC):
             try:
                 async with self.client.session.request(method, url, headers=headers, timeout=self._timeout, **self.client._via, **kwargs) as resp:
                     raw = await resp.read()
-                    status, asked = resp.status, retry_after_seconds(resp.headers.get("retry-after"))
+                    status, asked = resp.status, server_pause(resp.headers)
             except (aiohttp.ClientError, asyncio.TimeoutError, ConnectionError) as exc:
                 error = f"{type(exc).__name__}: {exc}"
                 if attempt > self.config.max_retries:
@@ -128,7 +128,7 @@ class BatchAPI(abc.ABC):
             text = self.client._redact(raw.decode("utf-8", "replace"))[:300]
             if status == 429 and what == "creating a batch":
                 raise QueueFull(f"{self.config.name}: the provider's batch queue is full (HTTP 429): {text}", self.config.pause_for(asked))
-            if status in RETRY_STATUSES and attempt <= self.config.max_retries:
+            if retryable_status(status) and attempt <= self.config.max_retries:
                 await asyncio.sleep(max(self.config.pause_for(asked) or 0.0, backoff_seconds(self.config, attempt, None)))
                 continue
             # a 404 creating a batch is a wrong base_url (polling one, the batch is gone: the caller handles that)

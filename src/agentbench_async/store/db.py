@@ -12,6 +12,7 @@ from typing import Any
 import duckdb
 
 from .. import statuses as st
+from ..differences import config_changes
 from ..errors import StoreError
 from ..records import utcnow
 from .live import create_live_turns, remove_live_dir
@@ -68,15 +69,33 @@ class Store:
             raise write_failure(path, exc, "preparing the tables") from None
 
     def check_run(self, config: dict[str, Any], fingerprint: str, *, new_run: bool) -> None:
-        """Refuse a file that holds other configs unless ``new_run`` (before anything of the run starts)."""
+        """Refuse a file that holds other configs unless ``new_run`` (before anything of the run starts); the refusal
+        names the settings that differ from the file's latest run, as the user set them (``max_tokens: 256 in the
+        file, 128 now``)."""
         rows = self.con.execute("SELECT DISTINCT fingerprint FROM runs").fetchall()
         known = {r[0] for r in rows}
         if known and fingerprint not in known and not new_run:
             row = self.con.execute("SELECT config FROM runs ORDER BY created_at DESC LIMIT 1").fetchone()
+            changed = "; ".join(config_changes(_loaded(row[0] if row else None), config))
             raise StoreError(
-                f"{self.path} holds results of a different run config{_differences(row[0] if row else None, config)}; "
+                f"{self.path} holds results of a different run config{f' ({changed})' if changed else ''}; "
                 f"use another --out file, or pass --new-run to add this config to the same file"
             )
+
+    def resumed_fingerprint(self, config: dict[str, Any], fingerprint: str) -> str:
+        """The fingerprint this run's episodes are stored under: its own, or that of a config in the file it agrees
+        with in every deciding setting over the environments both name (another ``--env`` list resumes and extends
+        those results: ``differences.config_changes``), the latest such."""
+        rows = self.con.execute("SELECT fingerprint, config FROM runs ORDER BY created_at DESC").fetchall()
+        stored: dict[str, list[dict[str, Any]]] = {}
+        for known, text in rows:
+            stored.setdefault(known, []).append(_loaded(text))
+        if not stored or fingerprint in stored:
+            return fingerprint
+        for known, configs in stored.items():
+            if all(not config_changes(c, config) for c in configs):
+                return known
+        return fingerprint
 
     def begin_run(self, config: dict[str, Any], fingerprint: str, *, command: str, version: str, new_run: bool,
                   run_id: str | None = None) -> str:  # fmt: skip
@@ -146,18 +165,9 @@ class Store:
             remove_live_dir(self.path)  # readers now open the file itself
 
 
-_COMPARED_SETTINGS = ("split", "action_mode", "history", "seed", "env_options")
-
-
-def _differences(stored_json: str | None, config: dict[str, Any]) -> str:
-    """`` (history: 'full' in the file, 'agentbench' now)`` for the run-wide settings that differ from the file's
-    latest run (models and judge are left out: their stored form holds non-deciding fields too)."""
+def _loaded(stored_json: str | None) -> dict[str, Any]:
     try:
-        stored = json.loads(stored_json) if stored_json else {}
+        value = json.loads(stored_json) if stored_json else {}
     except ValueError:
-        return ""
-    parts = [f"{key}: {stored.get(key)!r} in the file, {config.get(key)!r} now" for key in _COMPARED_SETTINGS
-             if key in stored and key in config and stored.get(key) != config.get(key)]  # fmt: skip
-    if "data_dir" in stored and "data_dir" in config and bool(stored["data_dir"]) != bool(config["data_dir"]):
-        parts.append("data: " + ("official tasks in the file, built-in now" if stored["data_dir"] else "built-in tasks in the file, official now"))
-    return f" ({'; '.join(parts)})" if parts else ""
+        return {}
+    return value if isinstance(value, dict) else {}

@@ -8,7 +8,7 @@ from typing import Any
 
 from ..analytics import behaviour as behaviour_mod
 from ..analytics.compare import Comparison, EnvComparison
-from ..analytics.configs import shown
+from ..analytics.configs import shown, shown_in_full
 from ..analytics.transcript import env_text, status_text, tokens_text, turn_title
 from ..analytics.failures import FAILURE_CLASSES, INFRA_CLASSES, PAPER_COLUMNS, PAPER_TITLES, class_shares
 from ..analytics.html_report import CLASS_COLORS
@@ -22,6 +22,12 @@ from .html import Markup, element, esc, fmt, join, link, note, table, url
 
 FLIPS_SHOWN = 200
 
+
+
+def _model(row: dict[str, Any]) -> Markup | str:
+    """A row's model and configuration label; a label that cuts a long value shows it whole on hover."""
+    full = shown_in_full(row)
+    return element("span", shown(row), title=full) if full else shown(row)
 
 def _file_no(files: Sequence[str], path: str) -> str:
     return str(files.index(path) + 1) if path in files else ""
@@ -61,7 +67,7 @@ def overview(data: q.Overview, files: Sequence[str]) -> Markup:
             ci = Markup('<span class="pending">bootstrap interval: computing…</span>')
         infra = r["env_errors"] + r["model_errors"] + r["cancelled"]
         cell = link(url("/episodes", {"model": r["model"], "env": r["env"], "config": r["config_id"] if r["config"] else ""}),
-                    f"{shown(r)} · {r['env']}")
+                    join([_model(r), f" · {r['env']}"]))
         rows.append([cell, r["metric"], percent(r["score"]), ci, r["n"], infra, r.get("settings") or AGENTBENCH_SETTINGS])
     parts.append(note("Mean episode score (%) over the model's own outcomes; env_error, model_error and cancelled episodes "
                       "are not in n (infrastructure failures, re-run on resume). 95% interval: Wilson for 0/1 scores, "
@@ -74,7 +80,7 @@ def overview(data: q.Overview, files: Sequence[str]) -> Markup:
         "Score per model × environment with 95% interval")))
     if not data.overall.is_empty():
         parts.append(element("h2", "Overall AgentBench score (OA)"))
-        parts.append(table(["model", "OA", "which"], [[shown(r), f"{r['oa']:.2f}", r["label"]] for r in data.overall.iter_rows(named=True)],
+        parts.append(table(["model", "OA", "which"], [[_model(r), f"{r['oa']:.2f}", r["label"]] for r in data.overall.iter_rows(named=True)],
                            test_id="overall"))
         parts.append(note("OA = mean over the environments of score (%) / weight⁻¹ with the paper's weights⁻¹ OS 10.8, DB 13.0, "
                           "KG 13.9, DCG 12.0, LTP 3.5, HH 13.0, WS 30.7, WB 11.6; a partial OA (not all eight environments) "
@@ -121,7 +127,7 @@ def failures(data: q.FailureMatrix) -> Markup:
     headers = ["model", "env", *FAILURE_CLASSES, "total"]
     rows = []
     for r in data.counts.iter_rows(named=True):
-        cells: list[Any] = [shown(r), r["env"]]
+        cells: list[Any] = [_model(r), r["env"]]
         config = r["config_id"] if r["config"] else ""
         for cls in FAILURE_CLASSES:
             n = r[cls]
@@ -143,7 +149,7 @@ def failures(data: q.FailureMatrix) -> Markup:
     shares = class_shares(data.counts)
     chart = stacked_bars([(f"{shown(r)} · {r['env']}", {c: r[c] for c in FAILURE_CLASSES}) for r in shares.iter_rows(named=True)],
                          FAILURE_CLASSES, CLASS_COLORS, "Failure classes per model × environment (share of episodes)")
-    paper_rows = [[shown(r), r["env"], *[percent(r[c]) for c in PAPER_COLUMNS], r["episodes"]] for r in data.paper.iter_rows(named=True)]
+    paper_rows = [[_model(r), r["env"], *[percent(r[c]) for c in PAPER_COLUMNS], r["episodes"]] for r in data.paper.iter_rows(named=True)]
     return join([
         note(f"Every finished episode is in exactly one class; {', '.join(INFRA_CLASSES)} are not the model's fault. "
              "Click a cell for its episodes, an episode for its transcript."),
@@ -165,7 +171,7 @@ def _behaviour(frame: Any) -> Markup:
     for r in frame.iter_rows(named=True):
         shown_examples = [join([link(_episode_href(e["run_id"], e["episode_id"]), f"{kind}: {e['episode_id']}"), " — ", e["evidence"]])
                           for kind, e in behaviour_mod.examples(r, per_kind=1)]
-        rows.append([shown(r), r["env"], Markup(Markup("<br>").join(shown_examples)),
+        rows.append([_model(r), r["env"], Markup(Markup("<br>").join(shown_examples)),
                      behaviour_mod.share_text(r["tle_looping"], r["tle_episodes"]), behaviour_mod.share_text(r["tle_stalled"], r["tle_episodes"]),
                      behaviour_mod.share_text(r["recovered"], r["episodes_with_errors"])])
     return join([element("h2", "How episodes failed"), note(behaviour_mod.NOTE + " Click an example for its transcript."),
