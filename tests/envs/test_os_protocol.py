@@ -84,7 +84,8 @@ def test_observation_truncation() -> None:
 
 
 # The comparison checks as this project ran them inside the sandbox (``python3 -I -S -c CODE ARGS...``) until
-# the engine evaluated them itself: the in-engine rules must give the same verdict on every input.
+# the engine evaluated them itself: the in-engine rules must give the same verdict on every input. (size-match and
+# in were the project's own rules then; they are upstream's now, checked against upstream's verdicts below.)
 _SANDBOX_SCRIPTS = {
     "integer-match": """
 import sys
@@ -100,32 +101,11 @@ def norm(s):
     return s.replace("\\r\\n", "\\n").replace("\\r", "\\n").strip()
 sys.exit(0 if norm(sys.argv[1]) == norm(sys.argv[2]) else 1)
 """,
-    "size-match": """
-import re, sys
-UNITS = {"": 1, "B": 1, "BYTE": 1, "BYTES": 1}
-for i, p in enumerate("KMGTP", start=1):
-    for suffix in (p, p + "B", p + "IB"):
-        UNITS[suffix] = 1024 ** i
-def size(s):
-    m = re.fullmatch(r"\\s*([0-9]+(?:\\.[0-9]*)?)\\s*([A-Za-z]*)\\s*", s)
-    if m is None or m.group(2).upper() not in UNITS:
-        raise ValueError(s)
-    return float(m.group(1)) * UNITS[m.group(2).upper()]
-try:
-    ok = size(sys.argv[1]) == size(sys.argv[2])
-except Exception:
-    ok = False
-sys.exit(0 if ok else 1)
-""",
     "containing": """
 import sys
 def norm(s):
     return s.replace("\\r\\n", "\\n").replace("\\r", "\\n").strip()
 sys.exit(0 if norm(sys.argv[2]) in norm(sys.argv[1]) else 1)
-""",
-    "in": """
-import sys
-sys.exit(0 if sys.argv[1] in sys.argv[2] else 1)
 """,
 }
 _VALUES = [
@@ -167,13 +147,38 @@ def test_comparison_checks_decide_as_the_scripts_did_in_the_sandbox() -> None:
         assert any(wanted) and not all(wanted)  # the battery exercises both verdicts
 
 
+UPSTREAM_VERDICTS = Path(__file__).resolve().parents[1] / "fixtures" / "os_checks_upstream" / "verdicts.json"
+
+
+@pytest.mark.parametrize("name", ["integer-match", "string-match", "size-match", "containing", "in"])
+def test_comparison_checks_decide_as_upstreams_own_scripts(name: str) -> None:
+    """The verdicts of AgentBench v0.2's check/<name>.py (41e6807, fixture README) on every pair of 67 answers:
+    the engine's rule agrees on each one."""
+    fixture = json.loads(UPSTREAM_VERDICTS.read_text(encoding="utf-8"))
+    values = fixture["values"]
+    pairs = [[a, b] for a in values for b in values] + [["42"], []]
+    wanted = [bit == "1" for bit in fixture["verdicts_" + name]]
+    assert len(wanted) == len(pairs) and any(wanted) and not all(wanted)
+    differ = [(p, w) for p, w in zip(pairs, wanted) if compare(name, list(p)) != w]
+    assert not differ, f"{name}: {len(differ)} pairs differ from upstream, e.g. {differ[:3]}"
+
+
+def test_size_match_and_in_follow_upstreams_quirks() -> None:
+    # upstream's unit table tries "B" first: a two-letter unit is int("735M") and fails; decimals fail int()
+    assert not compare("size-match", ["735MB", "735M"]) and not compare("size-match", ["4.0K", "4096"])
+    assert not compare("size-match", ["1.5G", "1610612736"])
+    assert compare("size-match", ["+220", "220"]) and compare("size-match", ["1_000", "1000"])
+    assert compare("size-match", [" 12K \n", "12288"]) and compare("size-match", ["5Byte", "5"])
+    # in: newlines normalised and both sides stripped; an empty answer is in every output, as upstream's script has it
+    assert compare("in", ["42\r\n", " x42y\n"]) and compare("in", ["", "anything"]) and compare("in", [" \n", "x"])
+    assert not compare("in", ["43", "x42y"])
+
+
 def test_comparison_checks_semantics() -> None:
     assert compare("integer-match", [" 220\n", "220\n"]) and compare("integer-match", ["1_000", "1000"])
     assert not compare("integer-match", ["220 files", "220"]) and not compare("integer-match", ["3.0", "3"])
     assert compare("string-match", ["a\r\nb ", "a\nb\n"]) and not compare("string-match", ["A", "a"])
-    # size-match with the upstream bug fixed: decimals and two-letter units parse
-    assert compare("size-match", ["8.0K", "8.0K\t/home\n".split("\t")[0]])
-    assert compare("size-match", ["4KB", "4096"]) and compare("size-match", ["1M", "1024K"])
+    assert compare("size-match", ["8K", "8K\t/home\n".split("\t")[0]]) and compare("size-match", ["1M", "1024K"])
     assert not compare("size-match", ["5G", "5.5G"]) and not compare("size-match", ["big", "1"])
     assert compare("containing", ["the answer is 42", "42"]) and compare("in", ["42", "x42y"])
 

@@ -6,15 +6,14 @@ keyed by the referenced path; built-in tasks use the same names. Each entry is a
 ``{"language": "bash", "code": ...}`` run like any inline script of a record, or, for the five ``check/*.py``
 comparisons, ``{"language": "compare", "code": <name>}``, which the engine evaluates itself (:func:`compare`).
 
-Deliberate differences from upstream (listed in the docs): ``check/size-match.py`` accepts decimal
-mantissas and two-letter units; ``check/0.sh``/``checking/0.sh`` parse the tool's output as a number
+The five comparisons are upstream's rules exactly (tested on the verdicts of upstream's own scripts).
+Deliberate differences from upstream (listed in the docs): ``check/0.sh``/``checking/0.sh`` parse the tool's output as a number
 instead of pasting it into Python source; ``checking/2.sh`` tests all of its cases, not only the first;
 ``checking/1.sh`` does not loop forever on a symlink cycle.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Any
 
@@ -42,23 +41,24 @@ def _string_match(args: list[str]) -> bool:
     return len(args) >= 2 and _norm(args[0]) == _norm(args[1])
 
 
-_SIZE_UNITS = {"": 1, "B": 1, "BYTE": 1, "BYTES": 1} | {
-    suffix: 1024**i for i, p in enumerate("KMGTP", start=1) for suffix in (p, p + "B", p + "IB")
-}
-# after strip(): digits, an optional decimal part, optional space, letters. Linear on any input (no two
-# adjacent parts can match the same character), so a hostile answer cannot stall the engine.
-_SIZE = re.compile(r"([0-9]+(?:\.[0-9]*)?)\s*([A-Za-z]*)")
+# upstream's table, in its order: the first unit the answer ends with is the one taken ("4KB" ends with "B", so
+# int("4K") is tried and fails, as upstream's script raises)
+_SIZE_UNITS = {"B": 1, "Byte": 1, "K": 1024, "KB": 1024, "M": 1024**2, "MB": 1024**2, "G": 1024**3, "GB": 1024**3,
+               "T": 1024**4, "TB": 1024**4, "P": 1024**5, "PB": 1024**5}  # fmt: skip
 
 
-def _size(s: str) -> float:
-    m = _SIZE.fullmatch(s.strip())
-    if m is None or m.group(2).upper() not in _SIZE_UNITS:
-        raise ValueError(s)
-    return float(m.group(1)) * _SIZE_UNITS[m.group(2).upper()]
+def _size(s: str) -> int:
+    """Upstream's ``analysis_size``: strip, cut the first matching unit, ``int()`` of the rest (``4.0K``, ``735MB``
+    and ``1.5G`` raise; ``+220``, ``1_000``, `` 4 K`` parse, as ``int()`` takes them)."""
+    s = s.strip()
+    for unit, factor in _SIZE_UNITS.items():
+        if s.endswith(unit):
+            return int(s[: -len(unit)]) * factor
+    return int(s)
 
 
 def _size_match(args: list[str]) -> bool:
-    """Sizes equal in bytes; decimals and two-letter units parse (upstream's script fails them: spec §5)."""
+    """``check/size-match.py``: both sizes in bytes equal; anything its ``int()`` refuses fails the check."""
     try:
         return _size(args[0]) == _size(args[1])
     except (ValueError, IndexError):
@@ -70,7 +70,9 @@ def _containing(args: list[str]) -> bool:
 
 
 def _in(args: list[str]) -> bool:
-    return len(args) >= 2 and args[0] in args[1]
+    """``check/in.py``: the answer, newlines normalised and stripped, occurs in the output (so an empty answer
+    passes, as upstream's does)."""
+    return len(args) >= 2 and _norm(args[0]) in _norm(args[1])
 
 
 _COMPARISONS: dict[str, Callable[[list[str]], bool]] = {
