@@ -156,6 +156,13 @@ def _needs_several_users(data: dict[str, Any]) -> bool:
     return any(_MULTI_USER.search(t) for t in texts)
 
 
+def _checks_run_processes(data: dict[str, Any]) -> bool:
+    """Whether grading the task starts a process in the sandbox (a check or example that is not a comparison)."""
+    if "match" in data:
+        return False
+    return any((data["example"] if step is None else step)["language"] != "compare" for step in data["check"])
+
+
 class OSSession(Session):
     def __init__(self, env: OSEnvironment, task: Task, ctx: EpisodeContext) -> None:
         self._env = env
@@ -194,6 +201,8 @@ class OSSession(Session):
                 raise EnvError(f"os: init script {i} of {self._task.task_id} {why}: {out.strip()[-300:]}")
         if data.get("start"):
             await self._shell.run(data["start"], self._env.command_timeout)
+        if _checks_run_processes(data):  # what runs now is the task's: checks may count it (see grading)
+            await self._sandbox.mark_task_processes()
         return first_messages(data["description"], self._ctx.action_mode)
 
     def _observe(self, reply: ModelReply, text: str) -> list[Message]:
@@ -224,7 +233,8 @@ class OSSession(Session):
                 output += RESTART_NOTE
             return Step(action=action.describe(), observation=self._observe(reply, observation_text(output)))
         answer = action.answer if action.kind == "answer" else None
-        ok, details = await grade(self._machine and self._machine.sandbox, self._task.data, answer, self._env.script_timeout)
+        keep = self._machine.shell.pids() if self._machine is not None else set()
+        ok, details = await grade(self._machine and self._machine.sandbox, self._task.data, answer, self._env.script_timeout, keep=keep)
         details.update(
             result=ok,
             answer=answer,

@@ -14,10 +14,24 @@ Lifecycle:
    in new pid/net/ipc/uts/cgroup namespaces with the seccomp filter and a reduced capability set. The warden
    joins those namespaces (the pid namespace for its children only) and says ``ready``.
 3. ``spawn`` requests start processes inside: the child enters the sandbox's mount namespace, gets the
-   stdio the engine sent (pipes, or a terminal of the sandbox's own devpts), drops to the sandbox's
-   capabilities, sets no_new_privs, loads the seccomp filter and execs. ``check`` children first get a
-   private mount namespace in which the interpreters, libraries and the dynamic loader are the pristine
-   image's (see ``_pristine``), and the pristine root as fd 250. Exits are reported as ``exited``.
+   stdio the engine sent (pipes, or a terminal of the sandbox's own devpts, opened through a handle taken
+   before anything of the episode ran), drops to the sandbox's capabilities, sets no_new_privs, loads the
+   seccomp filter and execs. ``check`` children first get a private mount namespace in which every *tool*
+   path (:data:`TOOL_DIRS`, :data:`TOOL_FILES`, :data:`MASKED_FILES`, :data:`TOP_LINKS`) is the pristine
+   image's; everything else (the task's state) is the episode's. Exits are reported as ``exited``.
+4. ``mark_task`` (after the task's init and start) remembers the processes running then (the task's, and
+   the agent's shell); ``purge`` (before each check) stops those (SIGSTOP: still counted by a check, inert)
+   and kills every other process of the episode, so nothing the model started runs while a check does.
+
+Pid 1 (the keeper) runs shell builtins only (it reads a socket this process never writes to, which no
+process of the sandbox can open), and its memory and OOM score are out of reach: ``/proc/1/mem``,
+``/proc/1/task/1/mem``, ``/proc/1/oom_score_adj`` and ``oom_adj`` are covered by an unusable device node
+(:data:`KEEPER_MASKED`), which the model (no CAP_SYS_ADMIN, no mount calls) cannot remove; ptrace and
+``process_vm_writev`` are refused by seccomp. So no process of the model can run code as pid 1 or get it
+killed. Where the engine is root, the user namespace of each episode is owned by a host id
+of its own (``idmap.OWNER_BASE`` + this process's pid): the kernel's per-user quotas (inotify instances,
+message queues, pending signals, ...) are counted per owner, so one episode cannot use up another's or the
+host's.
 
 The warden stays in the host's pid namespace: nothing inside the sandbox can see, signal or trace it.
 It dies with the engine (PDEATHSIG), and bubblewrap dies with it.
@@ -81,22 +95,32 @@ SECCOMP_MODE_FILTER = 2
 TIOCGPTPEER = 0x5441
 TIOCSPTLCK = 0x40045431
 TIOCSCTTY = 0x540E
-PRISTINE_FD = 250
+# what could change pid 1 (the keeper) from inside: its memory, its OOM score (made the OOM killer's first
+# choice, the sandbox would end at the model's will)
+KEEPER_MASKED = ("mem", "task/1/mem", "oom_score_adj", "oom_adj")
 CAP_NUMBERS = {
     "CHOWN": 0, "DAC_OVERRIDE": 1, "DAC_READ_SEARCH": 2, "FOWNER": 3, "FSETID": 4, "KILL": 5, "SETGID": 6,
     "SETUID": 7, "SETPCAP": 8, "NET_BIND_SERVICE": 10, "NET_RAW": 13, "SYS_CHROOT": 18, "MKNOD": 27,
     "AUDIT_WRITE": 29, "SETFCAP": 31,
 }  # fmt: skip
-# What a check runs comes from the pristine image: these paths are bound from it over the episode's,
-# in the check's own mount namespace. Everything else (the state a check inspects) is the episode's.
-_PRISTINE_DIRS = ("usr/lib", "usr/lib64", "usr/libexec")
-_PRISTINE_FILES = ("etc/ld.so.cache",)
-_INTERPRETERS = ("usr/bin/bash", "usr/bin/sh", "usr/bin/dash", "usr/bin/python3", "usr/bin/env")
-_TOP_LINKS = ("bin", "sbin", "lib", "lib64")
-# what a check may execute or load, watched for changes (see Warden.tampered)
-_PATH_DIRS = ("usr/local/sbin", "usr/local/bin", "usr/sbin", "usr/bin", "sbin", "bin")
-_WATCHED_DIRS = ("usr/lib", "usr/lib32", "usr/lib64", "usr/libexec", "lib", "lib32", "lib64", "etc/ld.so.conf.d")
-_WATCHED_FILES = ("etc/ld.so.preload",)
+# What a check executes or loads comes from the pristine image, always: these paths are bound from it
+# over the episode's in the check's own mount namespace. They are the *tools*: executables, libraries, the
+# dynamic loader's configuration, Python's standard library, site and sitecustomize, NSS, PAM and sudo
+# configuration, shell start-up files, the alternatives. Everything else is the task's *state* and stays the
+# episode's: /root, /home, /tmp, /var, /srv, /opt, /usr/local/bin, the files an init writes under /usr, and
+# /etc apart from the files below (passwd, group, shadow, sudoers, hosts, ... are what tasks are about).
+TOOL_DIRS = (
+    "usr/bin", "usr/sbin", "usr/lib", "usr/lib32", "usr/lib64", "usr/libx32", "usr/libexec", "usr/share",
+    "usr/local/lib", "etc/alternatives", "etc/ld.so.conf.d", "etc/pam.d", "etc/security", "etc/profile.d",
+    "etc/python3", "etc/python3.11",
+)  # fmt: skip
+TOOL_FILES = (
+    "etc/ld.so.cache", "etc/ld.so.conf", "etc/nsswitch.conf", "etc/bash.bashrc", "etc/profile",
+    "etc/environment", "etc/sudo.conf", "etc/inputrc", "etc/gai.conf", "etc/host.conf",
+)  # fmt: skip
+# files a tool would read if they existed (absent from the image): an empty file in a check if the episode made one
+MASKED_FILES = ("etc/ld.so.preload", "usr/pyvenv.cfg", "etc/sudo.conf")
+TOP_LINKS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
 _DEV_NODES = ("null", "zero", "full", "random", "urandom", "tty")
 
 
@@ -212,6 +236,7 @@ class Warden:
         with open("/proc/sys/kernel/cap_last_cap") as f:
             self.last_cap = int(f.read())
         self.children = {}  # pid -> request id
+        self.task_procs = {}  # pid -> start time: the task's processes (see mark_task)
         self.keeper = 0
         self.bwrap_pid = 0
         self.ns = {}
@@ -231,10 +256,24 @@ class Warden:
         except OSError:
             pass
         _raise_nofile(cfg["nofile"])  # while still the engine's user: a namespace's root cannot raise it
+        # the cached image as the working folder, while still the engine's user on the host (its permissions
+        # reach the image): the new mount namespace's copy of it is this namespace's working folder then
+        os.chdir(cfg["lower"])
         mapper, go = _start_mapper(cfg["idmap"])  # stays in the host's namespace to write our id maps
+        if cfg.get("owners"):
+            # root: the namespace is owned by a host id of this episode's own (idmap.OWNER_BASE + this pid), so the
+            # kernel's per-user quotas of everything inside are this episode's; the mapper, still root, writes the maps
+            base, count = cfg["owners"]
+            owner = base + os.getpid() % count
+            os.setgroups([])
+            os.setresgid(owner, owner, owner)
+            os.setresuid(owner, owner, owner)
+            _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # a change of credentials cleared it
+            if os.getppid() != self.parent:
+                os._exit(1)
         _unshare(CLONE_NEWUSER | CLONE_NEWNS)
-        # still the engine's user on the host: its own permissions reach the cached image
-        lower = os.open(cfg["lower"], os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+        lower = os.open(".", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+        os.chdir("/")
         os.write(go, b"g")
         os.close(go)
         _, status = os.waitpid(mapper, 0)
@@ -259,14 +298,18 @@ class Warden:
         os.close(lower)
         self.pristine = f"{state}/pristine"
         self.lower = os.open(self.pristine, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
-        # what a check gets as fd 250: a detached clone, so `..` from its top leads nowhere (from the
-        # attached mount it would climb into this namespace's copy of the host's tree)
-        self.pristine_fd = _open_tree(self.lower, "", OPEN_TREE_CLONE | AT_EMPTY_PATH | os.O_CLOEXEC)
-        options = f"lowerdir={self.pristine},upperdir={state}/u,workdir={state}/w"
+        self.tools = self._tool_paths()
+        # relative to the state folder: the sandbox's mountinfo shows these options, not the host's paths
+        os.chdir(state)
+        options = "lowerdir=pristine,upperdir=u,workdir=w"
+        # userxattr first: mounted in a user namespace, overlayfs cannot set its trusted.* xattrs on the
+        # tmpfs, and without them removing an image directory fails (EIO) and renaming a new directory into
+        # one (dpkg's `x.dpkg-new` -> `x`: every `apt install`) fails (EXDEV); user.* works from Linux 6.6
         try:
-            _mount("overlay", f"{state}/root", "overlay", 0, options)
-        except OSError:
             _mount("overlay", f"{state}/root", "overlay", 0, options + ",userxattr")
+        except OSError:  # before Linux 5.11
+            _mount("overlay", f"{state}/root", "overlay", 0, options)
+        os.chdir("/")
         self._start_bwrap()
 
     def _start_bwrap(self):
@@ -274,6 +317,11 @@ class Warden:
         state = cfg["state_dir"]
         info_r, info_w = os.pipe()
         ready_r, ready_w = os.pipe()
+        # the keeper blocks reading this socket (a builtin: pid 1 never starts a program of the episode's root);
+        # the other end stays here, silent: when this process ends, the keeper reads end of file and exits. A
+        # socket, not a pipe: /proc/1/fd/N of a socket cannot be opened, so nothing inside can write to it
+        hold_r, self.hold = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_STREAM)
+        hold_r = hold_r.detach()
         seccomp_r, seccomp_w = os.pipe()
         err_r, err_w = os.pipe()
         os.write(seccomp_w, self.program)
@@ -295,8 +343,8 @@ class Warden:
         argv += [
             "--seccomp", str(seccomp_r), "--info-fd", str(info_w), "--as-pid-1", "--",
             "/bin/bash", "-c",
-            'printf R >&"$1"; eval "exec $1>&-"; trap "" HUP INT TERM QUIT USR1 USR2; while :; do sleep 3600 & wait; done',
-            "keeper", str(ready_w),
+            'printf R >&"$1"; eval "exec $1>&-"; trap "" HUP INT TERM QUIT USR1 USR2; while read -r -u "$2" _; do :; done',
+            "keeper", str(ready_w), str(hold_r),
         ]  # fmt: skip
         pid = os.fork()
         if pid == 0:
@@ -307,13 +355,13 @@ class Warden:
                 os.dup2(null_r, 0)
                 os.dup2(err_w, 1)
                 os.dup2(err_w, 2)
-                for fd in (info_w, ready_w, seccomp_r):
+                for fd in (info_w, ready_w, seccomp_r, hold_r):
                     os.set_inheritable(fd, True)
                 os.execve(argv[0], argv, {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"})
             finally:
                 os._exit(127)
         self.bwrap_pid = pid
-        for fd in (info_w, ready_w, seccomp_r, err_w):
+        for fd in (info_w, ready_w, seccomp_r, err_w, hold_r):
             os.close(fd)
         info = _read_until(info_r, lambda d: b"}" in d, 30)
         ready = _read_until(ready_r, lambda d: b"R" in d, 30)
@@ -333,22 +381,33 @@ class Warden:
             _setns(fd, flag)
             os.close(fd)
         self.mnt_fd = os.open(f"/proc/{self.keeper}/ns/mnt", os.O_RDONLY | os.O_CLOEXEC)
-        self._harden_dev()
+        # the devpts instance's ptmx, held from before anything of the episode ran: terminals are opened
+        # through this handle, never by a path the episode could replace (a /dev/ptmx linked to a host path)
+        self.ptmx = os.open(f"/proc/{self.keeper}/root/dev/pts/ptmx", os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
+        if not stat.S_ISCHR(os.fstat(self.ptmx).st_mode):
+            raise RuntimeError("the sandbox's /dev/pts/ptmx is not a terminal multiplexer")
+        self._harden()
         pid_fd = os.open(f"/proc/{self.keeper}/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
         _setns(pid_fd, CLONE_NEWPID)  # our children are born inside
         os.close(pid_fd)
         _send(self.sock, {"ready": True, "keeper": self.keeper, "bwrap": self.bwrap_pid})
 
-    def _harden_dev(self):
-        """The host device nodes bubblewrap bound into /dev become read-only mounts (still usable devices,
-        as bubblewrap's own --remount-ro would make them unusable with nodev): their modes and times on
-        the host cannot change from inside. Done from the sandbox's mount namespace, then back."""
+    def _harden(self):
+        """From the sandbox's mount namespace, then back: the host device nodes bubblewrap bound into /dev
+        become read-only mounts (still usable devices, as bubblewrap's own --remount-ro would make them
+        unusable with nodev): their modes and times on the host cannot change from inside; and pid 1's
+        :data:`KEEPER_MASKED` entries are covered by a device node that cannot be opened (nodev)."""
         outer = os.open("/proc/self/ns/mnt", os.O_RDONLY | os.O_CLOEXEC)
         try:
             _setns(self.mnt_fd, CLONE_NEWNS)
             try:
                 for node in _DEV_NODES:
                     _mount(None, f"/dev/{node}", None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NOEXEC, None)
+                for entry in KEEPER_MASKED:
+                    tree = _open_tree(AT_FDCWD, "/dev/null", OPEN_TREE_CLONE | os.O_CLOEXEC)
+                    _read_only(tree)  # read-only, nodev: opening it fails
+                    _move_mount(tree, f"/proc/1/{entry}")
+                    os.close(tree)
             finally:
                 _setns(outer, CLONE_NEWNS)
         finally:
@@ -358,7 +417,7 @@ class Warden:
     def spawn(self, req, fds):
         master = -1
         if req.get("tty"):
-            master = os.open(f"/proc/{self.keeper}/root/dev/ptmx", os.O_RDWR | os.O_NOCTTY | os.O_CLOEXEC)
+            master = os.open(f"/proc/self/fd/{self.ptmx}", os.O_RDWR | os.O_NOCTTY | os.O_CLOEXEC)
             fcntl.ioctl(master, TIOCSPTLCK, struct.pack("i", 0))
             fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
         err_r, err_w = os.pipe()  # the child's last words if it cannot exec
@@ -408,26 +467,17 @@ class Warden:
             extra = []
         else:
             stdio, extra = list(fds[:3]), list(fds[3:])
-        check = req.get("mode") == "check"  # a check of an episode that replaced what checks run
-        trees = self._pristine_trees() if check else []
+        check = req.get("mode") == "check"  # a check: the pristine image's tools over the episode's state
+        trees = [(_open_tree(self.lower, src, OPEN_TREE_CLONE | os.O_CLOEXEC), target) for src, target in self.tools] if check else []
         _setns(self.mnt_fd, CLONE_NEWNS)  # root and cwd: the sandbox's
         if check:
-            _unshare(CLONE_NEWNS)
-            _mount(None, "/", None, MS_REC | MS_PRIVATE, None)
-            for fd, target in trees:
-                if os.path.exists(target):
-                    _move_mount(fd, target)
-            if os.path.lexists("/etc/ld.so.preload") and os.path.exists("/etc/ld.so.preload"):
-                _move_mount(_open_tree(AT_FDCWD, "/dev/null", OPEN_TREE_CLONE), "/etc/ld.so.preload")
-            os.dup2(self.pristine_fd, PRISTINE_FD)  # inheritable: the check's PATH starts in the pristine image
+            self._mount_tools(trees)
         os.chdir(req.get("cwd") or "/")
         for i, fd in enumerate(stdio):
             os.dup2(fd, i)
         for i, fd in enumerate(extra):
             os.dup2(fd, 3 + i)
         keep = set(range(3 + len(extra)))
-        if check:
-            keep.add(PRISTINE_FD)
         for fd in _open_fds():
             if fd not in keep:
                 try:
@@ -447,69 +497,112 @@ class Warden:
         argv = req["argv"]
         os.execve(argv[0], argv, req["env"])
 
-    def _pristine_trees(self):
-        """(detached mount, target) pairs of the pristine image, cloned here, attached in the check's namespace."""
-        lower = self.pristine
-        out = []
-        for rel in _PRISTINE_DIRS + _PRISTINE_FILES + _INTERPRETERS:
-            if os.path.exists(os.path.join(lower, rel)):
-                real = os.path.relpath(os.path.realpath(os.path.join(lower, rel)), lower)
-                out.append((_open_tree(self.lower, real, OPEN_TREE_CLONE | os.O_CLOEXEC), "/" + rel))
-        episode_root = f"/proc/{self.keeper}/root"
-        for rel in _TOP_LINKS:
-            pristine = os.path.join(lower, rel)
-            if not os.path.islink(pristine):
-                continue
+    def _tool_paths(self):
+        """(source inside the image, target) of every tool path the image has (see TOOL_DIRS), read once from
+        the pristine image (never from the episode's root); links (``/bin -> usr/bin``) resolved within it."""
+        tools = []
+        for rel in TOOL_DIRS + TOOL_FILES:
             try:
-                same = os.readlink(os.path.join(episode_root, rel)) == os.readlink(pristine)
+                st = os.lstat(os.path.join(self.pristine, rel))
+            except OSError:
+                continue
+            if stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode):
+                tools.append((rel, "/" + rel))
+        self.masked = [rel for rel in MASKED_FILES if not os.path.lexists(os.path.join(self.pristine, rel))]
+        self.links = {}
+        for rel in TOP_LINKS:
+            try:
+                target = os.path.normpath(os.readlink(os.path.join(self.pristine, rel)))
+            except OSError:
+                continue
+            if not target.startswith(("/", "..")) and os.path.isdir(os.path.join(self.pristine, target)):
+                self.links[rel] = target
+        return tools
+
+    def _mount_tools(self, trees):
+        """In a check's child, in the sandbox's mount namespace: a private copy of it in which the tools are the
+        pristine image's. A tool path the episode removed stays absent; one that cannot be covered (a
+        directory turned into a file) fails the start, so such a check fails rather than runs the episode's."""
+        _unshare(CLONE_NEWNS)
+        _mount(None, "/", None, MS_REC | MS_PRIVATE, None)
+        for fd, target in trees:
+            if os.path.exists(target):
+                _move_mount(fd, target)
+        for rel, target in self.links.items():  # the episode replaced /bin, /lib, ...: they show the image's
+            try:
+                same = os.readlink("/" + rel) == target
             except OSError:
                 same = False
-            if not same:  # the agent replaced /bin, /lib, ...: whatever it points to shows the pristine tree
-                real = os.path.relpath(os.path.realpath(pristine), lower)
-                out.append((_open_tree(self.lower, real, OPEN_TREE_CLONE | os.O_CLOEXEC), "/" + rel))
+            if not same and os.path.exists("/" + rel):
+                _move_mount(_open_tree(self.lower, target, OPEN_TREE_CLONE | os.O_CLOEXEC), "/" + rel)
+        for rel in self.masked:  # absent from the image, made by the episode: empty (the device the sandbox binds)
+            if os.path.isdir("/" + rel):
+                raise RuntimeError(f"/{rel} is a directory")
+            if os.path.exists("/" + rel):
+                _move_mount(_open_tree(AT_FDCWD, "/dev/null", OPEN_TREE_CLONE | os.O_CLOEXEC), "/" + rel)
+
+    # -- 4: the task's processes, and none of the model's while checks run ----------------------------------
+    def _episode_pids(self):
+        """Host pids of the episode's processes but the keeper, bubblewrap and this warden: the episode's
+        cgroup when there is one (a file read), else a scan of the sandbox's pid namespace."""
+        pids = None
+        for path in self.cfg["cgroup_procs"][:1]:
+            try:
+                with open(path) as f:
+                    pids = [int(x) for x in f.read().split()]
+            except (OSError, ValueError):
+                pids = None
+        if pids is None:
+            pids = self.sandbox_pids()
+        skip = {self.keeper, self.bwrap_pid, os.getpid()}
+        return [p for p in pids if p not in skip]
+
+    def _running(self, pids):
+        """{pid: start time} of those of ``pids`` that are running (not ended, not zombies)."""
+        out = {}
+        for pid in pids:
+            state = _proc_state(pid)
+            if state is not None and state[0] not in "ZX":
+                out[pid] = state[1]
         return out
 
-    def tampered(self):
-        """What the episode changed among the programs a check may run: content of executables, libraries
-        and the dynamic loader's files, and new commands that shadow a pristine one later on PATH. Read from
-        the overlay's upper layer (only what the episode wrote), compared with the pristine image."""
-        upper = os.path.join(self.cfg["state_dir"], "u")
-        lower = self.pristine
-        found = []
-        for rel in _WATCHED_FILES:
-            if os.path.lexists(os.path.join(upper, rel)):
-                found.append("/" + rel)
-        path_dirs = list(_PATH_DIRS)
-        for rel in _WATCHED_DIRS + _PATH_DIRS:
-            top = os.path.join(upper, rel)
-            if os.path.islink(os.path.join(lower, rel)):
-                if os.path.lexists(top):  # e.g. /bin -> usr/bin replaced
-                    found.append("/" + rel)
-                continue
-            if not os.path.isdir(top) or os.path.islink(top):
-                if os.path.lexists(top):
-                    found.append("/" + rel)
-                continue
-            if _opaque(top):
-                found.append("/" + rel)
-                continue
-            for dirpath, dirnames, filenames in os.walk(top):
-                if any(_opaque(os.path.join(dirpath, d)) for d in dirnames):
-                    found.append("/" + os.path.relpath(dirpath, upper) + "/ (replaced)")
-                for name in filenames:
-                    u = os.path.join(dirpath, name)
-                    r = os.path.relpath(u, upper)
-                    low = os.path.join(lower, r)
-                    if os.path.lexists(low):
-                        if not _same_content(u, low):
-                            found.append("/" + r)
-                    elif rel in _PATH_DIRS and os.path.dirname(r) == rel:
-                        later = path_dirs[path_dirs.index(rel) + 1 :]
-                        if any(os.path.lexists(os.path.join(lower, d, name)) for d in later):
-                            found.append("/" + r)
-                if len(found) > 50:
-                    return found
-        return found
+    def mark_task(self):
+        """Remember the processes running now, after the task's init and start (the agent's shell among them):
+        they are kept, stopped, through the checks, which may count them (as upstream's checks, run beside the
+        agent's shell, counted it)."""
+        self.task_procs = self._running(self._episode_pids())
+        return len(self.task_procs)
+
+    def purge(self, keep, timeout=5.0):
+        """Before a check: stop the task's processes and the agent's login shell (``keep``) — SIGSTOP: still
+        there to be counted, doing nothing — and SIGKILL every other process of the episode, until none is left
+        running. Returns (killed, stopped, clean); not clean if something still ran after ``timeout`` seconds."""
+        import time  # noqa: PLC0415 - once an episode, not at every warden's start
+
+        kept = {**self.task_procs, **self._running(keep)}
+        deadline = time.monotonic() + timeout
+        killed, stopped = set(), set()
+        while True:
+            pending = []
+            for pid in self._episode_pids():
+                state = _proc_state(pid)
+                if state is None or state[0] in "ZX":
+                    continue
+                if kept.get(pid) == state[1]:
+                    if state[0] not in "Tt":
+                        self.kill([pid], signal.SIGSTOP)
+                        stopped.add(pid)
+                        pending.append(pid)
+                else:
+                    self.kill([pid], signal.SIGKILL)
+                    killed.add(pid)
+                    pending.append(pid)
+            self.reap()
+            if not pending:
+                return len(killed), len(stopped), True
+            if time.monotonic() > deadline:
+                return len(killed), len(stopped), False
+            select.select([], [], [], 0.001)
 
     def kill(self, pids, sig):
         for pid in pids:
@@ -586,41 +679,23 @@ class Warden:
                     victims = [p for p in self.sandbox_pids() if p not in keep]
                     self.kill(victims, signal.SIGKILL)
                     _send(self.sock, {"killed": len(victims), "id": msg.get("id")})
-                elif op == "tampered":
-                    _send(self.sock, {"tampered": self.tampered(), "id": msg.get("id")})
+                elif op == "mark_task":
+                    _send(self.sock, {"marked": self.mark_task(), "id": msg.get("id")})
+                elif op == "purge":
+                    killed, stopped, clean = self.purge(msg["keep"])
+                    _send(self.sock, {"purged": clean, "killed": killed, "stopped": stopped, "id": msg.get("id")})
                 elif op == "exit":
                     return
 
 
-def _opaque(path):
-    for name in ("trusted.overlay.opaque", "user.overlay.opaque"):
-        try:
-            if os.getxattr(path, name, follow_symlinks=False) == b"y":
-                return True
-        except OSError:
-            pass
-    return False
-
-
-def _same_content(a, b):
-    """Same type and bytes (links: same target; whiteouts and devices never the same)."""
+def _proc_state(pid):
+    """(state letter, start time) of a process from /proc/<pid>/stat, else None (gone)."""
     try:
-        sa, sb = os.lstat(a), os.lstat(b)
-    except OSError:
-        return False
-    if stat.S_IFMT(sa.st_mode) != stat.S_IFMT(sb.st_mode):
-        return False
-    if stat.S_ISLNK(sa.st_mode):
-        return os.readlink(a) == os.readlink(b)
-    if not stat.S_ISREG(sa.st_mode) or sa.st_size != sb.st_size:
-        return False
-    with open(a, "rb") as fa, open(b, "rb") as fb:
-        while True:
-            ca, cb = fa.read(1 << 20), fb.read(1 << 20)
-            if ca != cb:
-                return False
-            if not ca:
-                return True
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return fields[0].decode(), fields[19]
 
 
 def _start_mapper(idmap):

@@ -51,9 +51,9 @@ class WardenChannel:
             self._finish("the warden exited")
             return
         msg = marshal.loads(data)
-        for kind in ("spawned", "exited", "killed", "tampered", "ready", "error", "sandbox_exited"):
+        for kind in ("spawned", "exited", "purged", "marked", "killed", "ready", "error", "sandbox_exited"):
             if kind in msg:
-                key = (kind, msg.get("id") if kind in ("killed", "tampered") else (msg[kind] if kind in ("spawned", "exited") else None))
+                key = (kind, msg.get("id") if kind in ("killed", "marked", "purged") else (msg[kind] if kind in ("spawned", "exited") else None))
                 waiter = self._waiters.pop(key, None)
                 if waiter is not None and not waiter.done():
                     waiter.set_result((msg, fds))

@@ -8,12 +8,15 @@ through a pipe on fd 3, never argv: an answer of any length or content reaches t
 
 The comparison checks (``check/integer-match.py`` and the other named ``check/*.py`` files: functions of the
 answer and the example's output alone) are evaluated by the engine (:func:`.scripts.compare`), without a
-process. Other checks run ``python3 -I -S`` (no site-packages, no environment) and ``bash`` in the episode
-exactly as it is — unless the episode changed what a check executes or loads (an executable's or library's content, the
-loader's files, a command shadowing a pristine one on PATH; :meth:`.Sandbox.tampered`, re-read before every
-check): then the interpreters, libraries, loader files and PATH come from the pristine image (``pristine``,
-see :mod:`._warden`) and the details name what was changed. Replacing ``bash``, ``python3``, libc or
-anything on ``PATH`` does not change a verdict.
+process. Before each check that is a process, every process of the episode is killed but pid 1, the task's
+own (running after its init and start) and the agent's login shell, which are stopped (checks may count
+them, as upstream's ran beside the agent's shell) (:meth:`.Sandbox.purge`): no racer, freezer or listener of
+the model's runs while a check does. Checks then run with the pristine
+image's tools — executables, libraries, the loader's files, NSS, Python's standard library and site, shell
+start-up files (``_warden.TOOL_DIRS``) — over the episode's state, always: replacing ``bash``, ``python3``,
+libc, ``sitecustomize``, an NSS module or anything on ``PATH`` does not change a verdict. A check that does
+not finish (a timeout), or that the episode's state keeps from starting, fails the episode (the model's
+failure, score 0, the reason stored), never ``env_error``.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from typing import Any
 
 from ...errors import EnvError
 from .process import off_loop
-from .sandbox import PRISTINE, Sandbox
+from .sandbox import Sandbox
 from .scripts import compare
 
 MAX_OUTPUT = 4 << 20
@@ -66,15 +69,13 @@ def _py_payload(items: list[str]) -> bytes:
     return bytes(out)
 
 
-def _command(script: dict[str, str], params: list[str], check: bool, pristine: bool) -> tuple[list[str], bytes]:
+def _command(script: dict[str, str], params: list[str], check: bool) -> tuple[list[str], bytes]:
     """(argv, what goes to fd 3) for one script."""
     if script["language"] == "python":
-        python = f"{PRISTINE}/usr/bin/python3" if pristine else "/usr/bin/python3"
         flags = ["-I", "-S"] if check else []
-        return [python, *flags, "-c", _PY_WRAPPER], _py_payload([script["code"], *params])
-    bash = f"{PRISTINE}/usr/bin/bash" if pristine else "/bin/bash"
+        return ["/usr/bin/python3", *flags, "-c", _PY_WRAPPER], _py_payload([script["code"], *params])
     payload = b"".join(p.replace("\0", "").encode("utf-8", errors="surrogateescape") + b"\0" for p in params)
-    return [bash, "-c", _BASH_PARAMS + script["code"], "--"], payload
+    return ["/bin/bash", "-c", _BASH_PARAMS + script["code"], "--"], payload
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -89,21 +90,21 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 async def run_script(
-    sandbox: Sandbox, script: dict[str, str], params: list[str], timeout: float, *, check: bool = False,
-    pristine: bool = False,
+    sandbox: Sandbox, script: dict[str, str], params: list[str], timeout: float, *, check: bool = False
 ) -> tuple[int, str]:
-    """Run one script as its own process in the sandbox. Returns (exit code, combined stdout+stderr);
-    -1 when it did not finish within ``timeout`` (then its whole process group is killed).
+    """Run one script as its own process in the sandbox (``check``: with the pristine image's tools). Returns
+    (exit code, combined stdout+stderr); -1 when it did not finish within ``timeout`` (then its whole process
+    group is killed).
 
     Waits for the process, not for its output to close, so background jobs an init leaves behind
     (``(sleep 60) &``) do not hold it up."""
-    argv, payload = _command(script, params, check, pristine)
+    argv, payload = _command(script, params, check)
     out_r, out_w = os.pipe()
     in_r, in_w = os.pipe()
     par_r, par_w = os.pipe()
     os.close(in_w)  # stdin: at end of file at once
     try:
-        proc, _ = await sandbox.spawn(argv, check=pristine, stdio=(in_r, out_w, out_w), extra_fds=(par_r,))
+        proc, _ = await sandbox.spawn(argv, check=check, stdio=(in_r, out_w, out_w), extra_fds=(par_r,))
     except BaseException:
         for fd in (out_r, par_w):
             os.close(fd)
@@ -166,10 +167,11 @@ def match_answer(spec: dict[str, Any], answer: str | None) -> bool:
 
 
 async def grade(
-    sandbox: Sandbox | None, data: dict[str, Any], answer: str | None, timeout: float
+    sandbox: Sandbox | None, data: dict[str, Any], answer: str | None, timeout: float, *, keep: set[int] = frozenset()  # type: ignore[assignment]
 ) -> tuple[bool, dict[str, Any]]:
     """The task's verdict for ``answer`` (``None`` after ``finish``), plus details for the store. A ``match``
-    task needs no sandbox."""
+    task needs no sandbox. ``keep``: the agent's shell (host pids), stopped rather than killed before checks.
+    Raises ``EnvError`` only for what the model cannot cause (the sandbox is gone)."""
     if "match" in data:
         return match_answer(data["match"], answer), {}
     if sandbox is None:
@@ -183,12 +185,21 @@ async def grade(
                 return False, {**details, "failed_check": i, "check_output": ""}
             params.append("")  # what the script prints: nothing
             continue
-        tampered = await sandbox.tampered()
-        if tampered:
-            details["tampered"] = sorted(set(details.get("tampered", [])) | set(tampered))[:20]
-        code, output = await run_script(sandbox, script, params, timeout, check=True, pristine=bool(tampered))
+        # before each check (a kept process resumed by the kernel, an orphaned group's SIGCONT, is stopped again)
+        killed, stopped, clean = await sandbox.purge(keep)
+        if "purge" not in details:
+            details["purge"] = {"killed": killed, "stopped": stopped}
+        if not clean:
+            return False, {**details, "failed_check": i, "reason": "processes of the episode could not be stopped before the checks"}
+        try:
+            code, output = await run_script(sandbox, script, params, timeout, check=True)
+        except EnvError as exc:
+            if not sandbox.running():
+                raise
+            # the warden is there, the check could not start in the episode's state (a tool path it wrecked)
+            return False, {**details, "failed_check": i, "reason": str(exc)[:400]}
         if code == -1:
-            raise EnvError(f"os: check script {i} did not finish within {timeout:.0f} s")
+            return False, {**details, "failed_check": i, "reason": f"check {i} did not finish within {timeout:g} s", "check_output": output[-400:]}
         if code != 0:
             return False, {**details, "failed_check": i, "check_output": output[-400:]}
         params.append(output)

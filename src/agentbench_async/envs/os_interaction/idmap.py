@@ -17,6 +17,11 @@ from ...environment import EnvError
 
 ROOT_ID_BASE = 0x70000000
 ID_COUNT = 65536
+# root: the owner of each episode's user namespace on the host is OWNER_BASE + its warden's pid (pids stay
+# below 2**22), ids right after the sandboxes' own that no account owns (checked): the kernel counts its
+# per-user quotas (inotify, message queues, pending signals, ...) per owner, so per episode
+OWNER_BASE = ROOT_ID_BASE + ID_COUNT
+OWNER_COUNT = 1 << 22
 
 
 @dataclass(frozen=True)

@@ -35,17 +35,18 @@ from ...errors import EnvError, EnvUnavailableError
 from .cgroups import Cgroups as _Cgroups
 from .cgroups import counter, read_pids
 from .control import RemoteProcess, WardenChannel, take_warden
-from .idmap import ID_COUNT, ROOT_ID_BASE, IdMap, host_idmap
+from .idmap import ID_COUNT, OWNER_BASE, OWNER_COUNT, ROOT_ID_BASE, IdMap, host_idmap
 from .limits import Limits
 from .process import kill_process_group, off_loop
 from .seccomp import filter_program
 
-__all__ = ["CAPS", "ROOT_ID_BASE", "IdMap", "Limits", "Sandbox", "SandboxProcess", "check_available", "host_idmap"]
+__all__ = ["CAPS", "CHECK_PATH", "ROOT_ID_BASE", "IdMap", "Limits", "Sandbox", "SandboxProcess", "check_available", "host_idmap"]
 
 SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-# fd 250 of a check is the pristine image (read-only): its tools come first, the episode's after
-PRISTINE = "/proc/self/fd/250"
-CHECK_PATH = f"{PRISTINE}/usr/sbin:{PRISTINE}/usr/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+# a check's PATH: the image's tool folders (bound from the pristine image in a check) before the episode's own
+CHECK_PATH = "/usr/sbin:/usr/bin:/sbin:/bin:/usr/local/sbin:/usr/local/bin"
+# a check's environment: no user site-packages (``~/.local`` is the episode's), no bytecode written
+CHECK_ENV = {"PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1"}
 HOSTNAME = "agentbench"
 # What root inside the sandbox may do: own files, change modes/owners, switch users, signal its own
 # processes — all only inside its user namespace. No CAP_SYS_ADMIN (mounts), CAP_MKNOD, CAP_NET_*, CAP_SYS_PTRACE.
@@ -92,11 +93,12 @@ def check_available(etc: Path = Path("/etc"), proc: Path = Path("/proc")) -> Non
     if not (proc / "self/ns/user").exists():
         raise EnvUnavailableError("os: this kernel has no user namespaces; the sandbox cannot run here")
     if os.geteuid() == 0:
-        clash = sorted(i for i in _owned_ids(etc / "passwd") | _owned_ids(etc / "group") if ROOT_ID_BASE <= i < ROOT_ID_BASE + ID_COUNT)
+        end = OWNER_BASE + OWNER_COUNT  # the sandboxes' ids, then their namespaces' owners
+        clash = sorted(i for i in _owned_ids(etc / "passwd") | _owned_ids(etc / "group") if ROOT_ID_BASE <= i < end)
         if clash:
             raise EnvUnavailableError(
-                f"os: host account id {clash[0]} lies in the sandbox's id range {ROOT_ID_BASE}-{ROOT_ID_BASE + ID_COUNT - 1}; "
-                "sandbox root must map to ids no host account owns"
+                f"os: host account id {clash[0]} lies in the sandbox's id range {ROOT_ID_BASE}-{end - 1}; "
+                "sandbox root and the owners of the sandboxes' namespaces must be ids no host account owns"
             )
         return
     restrict = proc / "sys/kernel/apparmor_restrict_unprivileged_userns"
@@ -210,6 +212,7 @@ class Sandbox:
                 "cgroup_procs": self._cgroups.procs_files, "seccomp": filter_program().hex(),
                 "caps": list(CAPS), "hostname": HOSTNAME, "path": SANDBOX_PATH, "bwrap": _host_tool("bwrap"),
                 "setgroups": self.idmap.setgroups, "nofile": self.limits.nofile, "idmap": self.idmap.config(),
+                "owners": (OWNER_BASE, OWNER_COUNT) if os.geteuid() == 0 else None,
             }  # fmt: skip
             ready = channel.expect("ready")
             await channel.send(config)
@@ -272,13 +275,13 @@ class Sandbox:
         """Start ``argv`` inside, as the sandbox's root, cwd ``/``, with only ``env`` (plus HOME and PATH).
 
         ``stdio``: the child's fds 0-2 (pipes the caller made); ``extra_fds`` become 3, 4, ...; ``tty``: a
-        terminal of the sandbox's own devpts instead, whose master end is returned (else -1). ``check``: the
-        interpreters, libraries, loader files and PATH come from the pristine image (see :mod:`._warden`),
-        for episodes that changed them (:meth:`tampered`). Never blocks on
-        the sandbox: the warden forks, the caller awaits."""
+        terminal of the sandbox's own devpts instead, whose master end is returned (else -1). ``check``: a
+        check, whose tools (executables, libraries, loader, NSS, Python's site, ...: ``_warden.TOOL_DIRS``)
+        are the pristine image's and whose PATH puts them first. Never blocks on the sandbox: the warden
+        forks, the caller awaits."""
         if self._channel is None or not self.keeper_pid:
             raise EnvError("os: the sandbox is not running")
-        base_env = {"HOME": "/root", "PATH": CHECK_PATH if check else SANDBOX_PATH}
+        base_env = {"HOME": "/root", "PATH": CHECK_PATH, **CHECK_ENV} if check else {"HOME": "/root", "PATH": SANDBOX_PATH}
         base_env.update(env or {})
         self._next_id += 1
         rid = self._next_id
@@ -320,16 +323,30 @@ class Sandbox:
         exited.add_done_callback(_done)
         return SandboxProcess(int(msg["pid"]), exit_code), (fds[0] if fds else -1)
 
-    async def tampered(self) -> list[str]:
-        """Paths where the episode changed what checks run (executables, libraries, loader files, commands
-        shadowing pristine ones); empty for an episode that left them alone."""
+    async def _request(self, op: str, reply: str, timeout: float, **fields: Any) -> dict[str, Any]:
+        """Send the warden ``op`` and wait for its ``reply``."""
         if self._channel is None:
             raise EnvError("os: the sandbox is not running")
         self._next_id += 1
-        done = self._channel.expect("tampered", self._next_id)
-        await self._channel.send({"op": "tampered", "id": self._next_id})
-        msg, _ = await asyncio.wait_for(done, timeout=60)
-        return [str(p) for p in msg["tampered"]]
+        done = self._channel.expect(reply, self._next_id)
+        await self._channel.send({"op": op, "id": self._next_id, **fields})
+        try:
+            msg, _ = await asyncio.wait_for(done, timeout=timeout)
+        except asyncio.TimeoutError:
+            raise EnvError(f"os: the sandbox's warden did not answer {op} within {timeout:g} s") from None
+        return msg
+
+    async def mark_task_processes(self) -> int:
+        """Remember the processes running now (after the task's init and start: the task's and the agent's
+        shell): a :meth:`purge` stops them instead of killing them. Returns how many there are."""
+        return int((await self._request("mark_task", "marked", 30))["marked"])
+
+    async def purge(self, keep: set[int] = frozenset()) -> tuple[int, int, bool]:  # type: ignore[assignment]
+        """Before a check: every process of the episode is killed but pid 1 and those marked or in ``keep`` (the
+        agent's current shell), which are stopped: nothing the model started runs beside a check. Returns
+        (killed, stopped, whether nothing is left running)."""
+        msg = await self._request("purge", "purged", 30, keep=sorted(keep))
+        return int(msg["killed"]), int(msg["stopped"]), bool(msg["purged"])
 
     async def kill(self, pids: list[int], sig: int = signal.SIGKILL) -> None:
         """Signal processes of the sandbox (host pids); the warden does it, it may where the engine may not."""

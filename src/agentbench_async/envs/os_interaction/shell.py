@@ -233,6 +233,10 @@ class AgentShell:
         self._pid_events = self._sandbox.pids_limit_hit()
         return True
 
+    def pids(self) -> set[int]:
+        """Host pids of the login shell (the process started, and the group leader it reported)."""
+        return {p for p in (self._proc.pid if self._proc else 0, self._shell_pid) if p > 0}
+
     def close_terminal(self) -> None:
         """Close the terminal and forget the shell, leaving its processes to whoever closes the sandbox next
         (which kills every process in it)."""
