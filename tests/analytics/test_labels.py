@@ -144,3 +144,14 @@ def test_a_cut_label_is_whole_in_the_report_and_on_hover_in_the_view(write_run: 
     export([path], site)
     overview = (site / "index.html").read_text()
     assert f'<span title="{html.escape(f"alpha ({whole})")}">{html.escape(f"alpha ({label})")}</span>' in overview
+
+
+def test_settings_of_an_environment_that_never_played_are_not_claimed(write_run: WriteRun) -> None:
+    # a run of kg and alfworld where alfworld could not start here: its prompt wording was never used
+    config = {**run_config("agentbench"), "envs": ["kg", "alfworld"], "agentbench_deviations": [
+        {"setting": "alfworld.prompts", "value": "the project's own instruction", "agentbench": "upstream's",
+         "note": "prompt wording differs", "envs": ["alfworld"]},
+        {"setting": "history", "value": "full", "agentbench": "3,500-segment truncation", "note": "not comparable", "envs": []}]}
+    path = write_run("unplayed", {("alpha", "kg"): ALPHA_KG}, config=config, fingerprint="aaaa1111", run_id="run-kg")
+    text = " ".join(_cli("report", str(path)).stdout.split())
+    assert "history: full — not comparable" in text and "alfworld.prompts" not in text

@@ -31,10 +31,17 @@ def run_configs(res: Results) -> dict[str, dict[str, Any]]:
 
 
 def deviation_table(res: Results) -> pl.DataFrame:
-    """One row per run x setting that is not AgentBench v0.2's (runs in creation order)."""
+    """One row per run x setting that is not AgentBench v0.2's (runs in creation order), leaving out those that concern
+    only environments the run has no episode of."""
     rows = []
+    played: dict[str, set[str]] = {}
+    for run_id, env in res.episodes.select("run_id", "env").unique().iter_rows():
+        played.setdefault(run_id, set()).add(env)
     for run in res.runs.sort("created_at").select("run_id", "source_file", "config").iter_rows(named=True):
+        envs = played.get(run["run_id"])
         for d in recorded_deviations(_config(run["config"])):
+            if envs and d.envs and not envs & set(d.envs):
+                continue  # it concerns only environments the run did not play (one that could not start here)
             rows.append({"run_id": run["run_id"], "source_file": run["source_file"], "setting": d.setting, "value": d.value,
                          "agentbench": d.agentbench, "note": d.note, "envs": ",".join(d.envs), "line": d.line()})
     return pl.DataFrame(rows, schema={c: pl.String for c in DEVIATION_COLUMNS})
