@@ -246,9 +246,15 @@ def _add_data_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--webshop-data", type=Path, help="webshop: WebShop's data folder (items_shuffle.json, items_ins_v2.json, items_human_ins.json)")
     parser.add_argument("--mind2web-data", type=Path, help="mind2web: Mind2Web's data folder (data_dev/, data_std/, scores_all_data.pkl)")
     parser.add_argument("--env-option", action="append", default=[], metavar="ENV.KEY=VALUE", help="an environment option, e.g. os.rootfs=/srv/ubuntu")
+    parser.add_argument("--tasks", action="append", default=[], metavar="ENV=PATH", help="play your own task file, in AgentBench's "
+                        "format for that environment (os, db, kg, ltp), instead of its built-in or official tasks (repeatable)")
 
 
 def _add_env_options(args: argparse.Namespace, options: dict[str, dict[str, Any]]) -> None:
+    from .envs.own_tasks import TASKS_FILE, parse_tasks_flags
+
+    for env, path in parse_tasks_flags(args.tasks).items():
+        options.setdefault(env, {})[TASKS_FILE] = path
     for flag in ("alfworld_data", "webshop_data", "mind2web_data"):
         value = getattr(args, flag)
         if value is not None:

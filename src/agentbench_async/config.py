@@ -15,6 +15,7 @@ import yaml
 
 from .distributed import RaySettings, ray_settings
 from .envs import available_envs, env_class
+from .envs.own_tasks import TASKS_FILE, TASKS_SHA256, merge_tasks_setting, settle_task_files
 from .errors import AgentBenchError, ConfigError
 from .history import POLICY_NAMES
 from .models import PROVIDERS, ModelConfig
@@ -87,6 +88,9 @@ class RunConfig:
         for env in self.envs:
             cls = env_class(env)
             data_dir, options = self.env_data_dir(env), self.env_options.get(env) or {}
+            if options.get(TASKS_FILE):
+                lines[env] = f"your own tasks from {options[TASKS_FILE]} (sha256 {options.get(TASKS_SHA256)}): not the paper's"
+                continue
             line = "official tasks" if cls.plays_official_tasks(data_dir, options) else "built-in suite"
             if env in self.data_dir_skipped:
                 line += f", without --data-dir ({self.data_dir_skipped[env]})"
@@ -131,7 +135,7 @@ def deciding_model_fields(model: Mapping[str, Any]) -> dict[str, Any]:
 
 _TOP_KEYS = {
     "out", "models", "envs", "split", "limit", "repeats", "max_concurrency", "data_dir", "action_mode",
-    "history", "judge", "env_options", "seed", "ray",
+    "history", "judge", "env_options", "seed", "ray", "tasks",
 }  # fmt: skip
 
 
@@ -321,13 +325,15 @@ def build_config(raw: dict[str, Any], *, where: str = "config") -> RunConfig:
     env_options = raw.get("env_options") or {}
     if not isinstance(env_options, dict) or not all(isinstance(v, dict) for v in env_options.values()):
         raise ConfigError(f"{where}: env_options must map environment names to mappings of options")
+    env_options = {env: dict(options) for env, options in env_options.items()}
+    merge_tasks_setting(raw.get("tasks"), env_options, where)  # tasks: {ENV: PATH}, the user's own task files
     for env, options in env_options.items():  # every option against its environment's declarations, now
         try:
             cls = env_class(env)
         except AgentBenchError as exc:
             raise ConfigError(f"{where}: env_options: {exc}") from None
         cls.check_options(options)
-    env_options = dict(env_options)
+    settle_task_files(env_options, split, where)  # read in full now (one line for a bad record); path and sha256 stored
     skipped = envs_missing_data(envs_raw, data_dir, env_options, split, action_mode) if every_env and data_dir is not None else {}
     for env in envs_raw:  # what this machine chooses for an option not given is stored too (Environment.settled_options)
         settled = env_class(env).settled_options(None if env in skipped else data_dir, env_options.get(env) or {})

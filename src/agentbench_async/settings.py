@@ -86,10 +86,13 @@ def deviations(config: dict[str, Any]) -> list[Deviation]:
     if config.get("action_mode") == "tools":
         out.append(Deviation("action_mode", "tools", "text actions (tools mode is AgentBench FC's function calling)"))
     envs = config.get("envs") or []
-    own = [env for env in envs if not official_tasks(env, config)]
+    from .envs.own_tasks import own_task_deviations, own_task_file
+
+    own = [env for env in envs if not official_tasks(env, config) and own_task_file(env, config) is None]
     if "data_dir" in config and own:
         value = "built-in task suites" + ("" if len(own) == len(envs) else f" ({', '.join(own)})")
         out.append(Deviation("data", value, "the official tasks (--data-dir)", "not the paper's tasks", envs=() if len(own) == len(envs) else tuple(own)))
+    out += own_task_deviations(config)  # --tasks ENV=PATH: the user's own task files
     if config.get("split") == "dev":
         out.append(Deviation("split", "dev", "the paper reports the test (std) split", "not the paper's tasks"))
     env_options = config.get("env_options") or {}

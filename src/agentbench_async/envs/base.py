@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from ..settings import Deviation
 from ..types import Message, ModelReply
 from .options import Option, check_options
+from .own_tasks import RESERVED_OPTIONS, TASKS_FILE
 
 if TYPE_CHECKING:
     from ..mock.policy import Policy
@@ -179,13 +180,31 @@ class Environment(abc.ABC):
     # bounds or choices, meaning). The run checks them when its config is read (``check_options``). None: not
     # declared, nothing is checked before the environment reads them itself.
     option_specs: ClassVar[Mapping[str, Option] | None] = None
+    # AgentBench's record format this environment reads from a task file of the user's own (``--tasks ENV=PATH``,
+    # ``read_task_file``), as a user is told it ("a JSON list of os_interaction records"); "": it reads none.
+    task_file_format: ClassVar[str] = ""
 
     @classmethod
     def check_options(cls, options: Mapping[str, Any]) -> dict[str, Any]:
-        """The options read with ``option_specs``: unknown names and bad values are a ConfigError in one line."""
+        """The options read with ``option_specs``: unknown names and bad values are a ConfigError in one line. The task
+        file of the user's own (``tasks_file``, ``tasks_sha256``: ``own_tasks.py``) is every environment's option."""
         if cls.option_specs is None:
             return dict(options)
-        return check_options(cls.name, cls.option_specs, options)
+        reserved = {k: v for k, v in options.items() if k in RESERVED_OPTIONS}
+        return {**check_options(cls.name, cls.option_specs, {k: v for k, v in options.items() if k not in reserved}), **reserved}
+
+    @classmethod
+    def read_task_file(cls, path: Path, split: str, options: Mapping[str, Any]) -> Iterator[Task]:
+        """The tasks of a file of the user's own in ``task_file_format`` (source ``custom``), played in either split
+        instead of the built-in or official ones; a bad record is a ``TaskFileError`` naming file, record and field."""
+        from ..errors import ConfigError
+
+        raise ConfigError(f"{cls.name} reads no task file of your own")
+
+    def own_tasks(self, split: str) -> Iterator[Task] | None:
+        """The tasks of the run's task file of the user's own (``--tasks``), or None when it has none."""
+        path = self.options.get(TASKS_FILE)
+        return None if not path else self.read_task_file(Path(str(path)), split, self.options)
 
     @classmethod
     def settled_options(cls, data_dir: Path | None, options: Mapping[str, Any]) -> dict[str, Any]:

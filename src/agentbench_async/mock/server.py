@@ -172,7 +172,9 @@ class MockModelServer:
         key = (name, source)
         if key not in self._envs:
             data_dir = self.options.data_dir if source == "official" else None
-            options = self.options.env_options.get(name, {}) if source == "official" else {}
+            options = self.options.env_options.get(name, {}) if source in ("official", "custom") else {}
+            if source == "custom" and not options.get("tasks_file"):
+                raise AgentBenchError(f"the mock server needs {name}'s task file of your own: serve-mock --tasks {name}=PATH")
             if source == "official" and not env_class(name).plays_official_tasks(data_dir, options):
                 raise AgentBenchError(f"the mock server needs the data of {name}'s official tasks (--data-dir or the environment's own data flag)")
             self._envs[key] = make_env(name, data_dir=data_dir, options=options)

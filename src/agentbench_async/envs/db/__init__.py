@@ -34,7 +34,7 @@ from .backend import Backend
 from .protocol import MAX_OPERATIONS
 from .server import DEFAULT_TMP_MB, PrivateMariaDB, parse_db_url, probe_flavour
 from .session import DBSession
-from .tasks import load_tasks, official_path
+from .tasks import load_tasks, official_path, own_file_tasks
 
 _DEFAULT_TIMEOUT = 10.0
 _DEFAULT_CAPACITY = 64
@@ -48,6 +48,7 @@ class DBEnvironment(Environment):
     metric: ClassVar[str] = "success rate"
     supports_tools: ClassVar[bool] = True
     requires: ClassVar[str] = "MariaDB server (apt-get install mariadb-server), or a MySQL server via --db-url"
+    task_file_format: ClassVar[str] = "JSONL of AgentBench dbbench records (description, type, table, label or answer_md5), as data/dbbench/dev.jsonl"
     option_specs: ClassVar[dict[str, Option]] = {
         "db_url": Option("url", "a MySQL/MariaDB server instead of a private one", schemes=("mysql", "mariadb")),
         "statement_timeout": Option("number", "seconds one agent statement may run", minimum=0),
@@ -79,8 +80,12 @@ class DBEnvironment(Environment):
         """The private MariaDB server (None with ``db_url``)."""
         return self._server
 
+    @classmethod
+    def read_task_file(cls, path: Path, split: str, options: Mapping[str, Any]) -> Iterator[Task]:
+        return own_file_tasks(cls.name, path, split)
+
     def tasks(self, split: str) -> Iterator[Task]:
-        return load_tasks(self.name, split, self.data_dir, self.option("official_variant", "v0.2"))
+        return self.own_tasks(split) or load_tasks(self.name, split, self.data_dir, self.option("official_variant", "v0.2"))
 
     async def start(self) -> None:
         async with self._start_lock:

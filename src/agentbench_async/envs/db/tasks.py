@@ -108,3 +108,9 @@ def load_tasks(env_name: str, split: str, data_dir: Path | None, variant: str = 
         path, source = builtin_path(split), "builtin"
     for index, record in read_records(path):
         yield Task(env=env_name, split=split, task_id=f"{split}-{index:04d}", data=record, source=source)
+
+
+def own_file_tasks(env_name: str, path: Path, split: str) -> Iterator[Task]:
+    """A task file of the user's own (``--tasks db=PATH``): AgentBench's dbbench JSONL records, played in either split."""
+    for index, record in read_records(path):
+        yield Task(env=env_name, split=split, task_id=f"custom-{index:04d}", data=record, source="custom")

@@ -27,7 +27,7 @@ from ...environment import EnvError, EnvUnavailableError, Environment, EpisodeCo
 from .backends import HttpSparqlBackend, OxigraphBackend, SparqlBackend
 from .ontology import Ontology, load_ontology
 from .session import KGSession
-from .tasks import builtin_dir, load_tasks, official_dir, task_file
+from .tasks import builtin_dir, load_tasks, official_dir, own_file_tasks, task_file
 from .tools import Toolbox
 
 __all__ = ["KGEnvironment"]
@@ -44,6 +44,7 @@ class KGEnvironment(Environment):
     requires: ClassVar[str] = (
         "pyoxigraph (built-in graph); official tasks: a Freebase SPARQL endpoint via --kg-endpoint URL (e.g. Virtuoso)"
     )
+    task_file_format: ClassVar[str] = "a JSON list of AgentBench knowledgegraph records (question, entities, answer), as data/knowledgegraph/dev.json"
     option_specs: ClassVar[dict[str, Option]] = {
         "kg_endpoint": Option("url", "a SPARQL 1.1 endpoint"),
         "kg_graph": Option("texts", "N-Triples/Turtle file(s) for the embedded store"),
@@ -72,8 +73,12 @@ class KGEnvironment(Environment):
         # embedded, ``kg_max_queries`` requests in flight to an endpoint).
         return int(self.option("kg_capacity", 1000))
 
+    @classmethod
+    def read_task_file(cls, path: Path, split: str, options: Mapping[str, Any]) -> Iterator[Task]:
+        return own_file_tasks(path, split)
+
     def tasks(self, split: str) -> Iterator[Task]:
-        return load_tasks(split, self.data_dir)
+        return self.own_tasks(split) or load_tasks(split, self.data_dir)
 
     def _ontology_dir(self) -> Path:
         if self.option("kg_ontology"):

@@ -58,11 +58,20 @@ def _check(record: Any, path: Path, index: int) -> dict[str, Any]:
     }
 
 
-def load_tasks(split: str, data_dir: Path | None) -> Iterator[Task]:
-    path = task_file(split, data_dir)
-    records = read_json(path, missing=f"{path}: not found; --data-dir must hold knowledgegraph/{path.name} (AgentBench's data layout)")
+def _file_tasks(path: Path, split: str, source: str, *, missing: str, prefix: str = "") -> Iterator[Task]:
+    records = read_json(path, missing=missing)
     if not isinstance(records, list):
         raise TaskFileError(f"{path}: must be a JSON list of questions")
-    source = "official" if data_dir is not None else "builtin"
     for index, record in enumerate(records):
-        yield Task(env="kg", split=split, task_id=str(index), data=_check(record, path, index), source=source)
+        yield Task(env="kg", split=split, task_id=f"{prefix}{index}", data=_check(record, path, index), source=source)
+
+
+def load_tasks(split: str, data_dir: Path | None) -> Iterator[Task]:
+    path = task_file(split, data_dir)
+    missing = f"{path}: not found; --data-dir must hold knowledgegraph/{path.name} (AgentBench's data layout)"
+    yield from _file_tasks(path, split, "official" if data_dir is not None else "builtin", missing=missing)
+
+
+def own_file_tasks(path: Path, split: str) -> Iterator[Task]:
+    """A task file of the user's own (``--tasks kg=PATH``): AgentBench's knowledgegraph records, played in either split."""
+    yield from _file_tasks(path, split, "custom", missing=f"{path}: not found", prefix="custom-")

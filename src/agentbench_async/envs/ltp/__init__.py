@@ -33,6 +33,8 @@ class LTPEnvironment(Environment):
     metric: ClassVar[str] = "game progress"
     supports_tools: ClassVar[bool] = False  # AgentBench FC defines no tools for LTP
     requires: ClassVar[str] = "a judge model (--judge-model); openpyxl for the official .xlsx files"
+    task_file_format: ClassVar[str] = ("an AgentBench LTP workbook (.xlsx, columns story | answer | story keys | answer keys, as "
+                                       "data/lateralthinkingpuzzle/dev.xlsx) or JSONL as the built-in suite's (.jsonl)")
     result_options: ClassVar[dict[str, Any]] = {"rounds": DEFAULT_ROUNDS, "language": "en"}
     option_specs: ClassVar[dict[str, Option]] = {
         "language": Option("choice", "the official English or Chinese puzzles", choices=tuple(PROMPTERS)),
@@ -71,7 +73,18 @@ class LTPEnvironment(Environment):
                 self._cache[split] = load_builtin(environments_dir() / "ltp" / _BUILTIN_FILES[split])
         return self._cache[split], source
 
+    @classmethod
+    def read_task_file(cls, path: Path, split: str, options: Mapping[str, Any]) -> Iterator[Task]:
+        records = load_builtin(path) if path.suffix == ".jsonl" else load_official(path)
+        for record in records:
+            data = {**record, "language": str(options.get("language") or "en")}
+            yield Task(env=cls.name, split=split, task_id=f"custom-{record.get('id') or record['index']}", data=data, source="custom")
+
     def tasks(self, split: str) -> Iterator[Task]:
+        own = self.own_tasks(split)
+        if own is not None:
+            yield from own
+            return
         records, source = self._records(split)
         for record in records:
             task_id = record.get("id") or str(record["index"])  # official: the row index, as upstream

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -31,7 +31,7 @@ from ...environment import (
 from .control import close_idle_wardens
 from .grading import grade, run_script
 from .protocol import TOOLS, Action, ParseError, first_messages, observation_text, parse_text, parse_tools
-from .records import builtin_tasks, official_tasks
+from .records import builtin_tasks, official_tasks, own_file_tasks
 from .rootfs import ensure_shifted
 from .rootfs import resolve as resolve_root
 from .sandbox import IdMap, Limits, Sandbox, check_available, host_idmap
@@ -50,6 +50,7 @@ class OSEnvironment(Environment):
     max_turns = 8
     metric = "success rate"
     supports_tools = True
+    task_file_format = "a JSON list of AgentBench os_interaction records (description, create, evaluation), as data/os_interaction/data/dev.json"
     requires = (
         "bubblewrap, libseccomp2 and mmdebstrap (apt-get install bubblewrap libseccomp2 mmdebstrap); root, or an "
         "ordinary user with user namespaces (and uidmap plus an /etc/subuid range for tasks with several users); "
@@ -93,7 +94,14 @@ class OSEnvironment(Environment):
     def capacity(self) -> int:
         return int(self.options.get("concurrency", 16))
 
+    @classmethod
+    def read_task_file(cls, path: Path, split: str, options: Mapping[str, Any]) -> Iterator[Task]:
+        return own_file_tasks(path, split)
+
     def tasks(self, split: str) -> Iterator[Task]:
+        own = self.own_tasks(split)
+        if own is not None:
+            return own
         if self.data_dir is not None:
             return official_tasks(self.data_dir, split)
         return builtin_tasks(split)

@@ -120,11 +120,19 @@ def builtin_path(split: str) -> Path:
     return environments_dir() / "os" / f"{split}.json"
 
 
+def _file_tasks(path: Path, split: str, *, group: str, prefix: str, source: str) -> Iterator[Task]:
+    for i, rec in enumerate(_read_records(path)):
+        data = normalise(rec, f"{path} record {i}")
+        data.update(group=group, file=path.name, index_in_file=i)
+        yield Task(env="os", split=split, task_id=f"{prefix}{i:05d}", data=data, source=source)
+
+
 def builtin_tasks(split: str) -> Iterator[Task]:
     if split not in ("dev", "test"):
         raise TaskFileError(f"os: unknown split {split!r} (use dev or test)")
-    path = builtin_path(split)
-    for i, rec in enumerate(_read_records(path)):
-        data = normalise(rec, f"{path} record {i}")
-        data.update(group="builtin", file=path.name, index_in_file=i)
-        yield Task(env="os", split=split, task_id=f"{split}-{i:05d}", data=data, source="builtin")
+    yield from _file_tasks(builtin_path(split), split, group="builtin", prefix=f"{split}-", source="builtin")
+
+
+def own_file_tasks(path: Path, split: str) -> Iterator[Task]:
+    """A task file of the user's own (``--tasks os=PATH``): AgentBench's records, played in either split."""
+    yield from _file_tasks(path, split, group="custom", prefix="custom-", source="custom")
