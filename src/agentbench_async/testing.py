@@ -12,21 +12,23 @@ from typing import Any
 from .envs.base import Environment, Task
 from .episode import EpisodeSpec, run_episode
 from .errors import ConfigError, ContextLimitError
-from .mock.policy import Policy, env_policies, run_policy
+from .envs import env_class
+from .mock.policy import Policy, run_policy
 from .records import CallRow, EpisodeRecord
 from .types import Message, ModelReply, Usage
 
 
-def _policy(env_name: str, name: str) -> Policy:
-    policies = env_policies(env_name)
+def _policy(env: type[Environment], name: str) -> Policy:
+    policies = env.policies()
     if name not in policies:
-        raise ConfigError(f"environment {env_name!r} has no mock policy {name!r} (has: {', '.join(policies) or 'none'})")
+        raise ConfigError(f"environment {env.name!r} has no mock policy {name!r} (has: {', '.join(policies) or 'none'})")
     return policies[name]
 
 
-def policy_agent(env_name: str, policy_name: str, task: Task, episode_id: str):  # type: ignore[no-untyped-def]
-    """An ``AgentFn`` answering with a mock policy, without HTTP."""
-    policy = _policy(env_name, policy_name)
+def policy_agent(env: type[Environment] | str, policy_name: str, task: Task, episode_id: str):  # type: ignore[no-untyped-def]
+    """An ``AgentFn`` answering with a mock policy of environment ``env`` (its class: an environment not installed yet
+    plays too, or its registered name), without HTTP."""
+    policy = _policy(env_class(env) if isinstance(env, str) else env, policy_name)
 
     async def agent(messages: list[Message], tools: list[dict[str, Any]] | None, turn: int, calls: list[CallRow], caller: str) -> ModelReply:
         calls.append(CallRow(turn=turn, attempt=1, http_status=200, latency_ms=0.0, caller=caller, model=f"mock-{policy_name}"))
@@ -51,8 +53,8 @@ async def play(
 ) -> EpisodeRecord:
     """Play one episode with a mock policy; returns the record (``.outcome``, ``.n_turns``, ``.turns``)."""
     spec = EpisodeSpec(model=f"mock-{policy}", task=task, repeat=repeat, action_mode=action_mode, history=history)
-    agent = policy_agent(env.name, policy, task, spec.episode_id)
+    agent = policy_agent(type(env), policy, task, spec.episode_id)
     judge = None
-    if judge_policy and judge_policy in env_policies(env.name):
-        judge = policy_agent(env.name, judge_policy, task, spec.episode_id + "#judge")
+    if judge_policy and judge_policy in type(env).policies():
+        judge = policy_agent(type(env), judge_policy, task, spec.episode_id + "#judge")
     return await run_episode(env, spec, agent, judge)
