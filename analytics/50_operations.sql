@@ -99,7 +99,9 @@ LEFT JOIN t ON c.caller = 'agent' AND c.model = t.model AND c.env IS NOT DISTINC
 
 -- call_rates: per model, HTTP attempts per second of wall-clock time: calls / the wall-clock seconds of the runs
 -- that made them (run_states.wall_s: a run's start to its end, idle seconds included), beside the busiest
--- second (peak_calls_per_s) and the seconds that had a call at all.
+-- second (peak_calls_per_s), the seconds in which a call started (seconds_with_calls) and busy_s: the seconds
+-- during which at least one call was in flight (the union of the calls' intervals, started_at to started_at +
+-- latency_ms; one 900 s call is 900 busy seconds, not the one second it started in).
 CREATE OR REPLACE VIEW call_rates AS
 WITH per_run AS (
     SELECT call_model AS model, run_id, count(*) AS calls, min(started_at) AS first_call_at, max(started_at) AS last_call_at
@@ -107,6 +109,20 @@ WITH per_run AS (
     GROUP BY ALL
 ), peaks AS (
     SELECT model, max(calls) AS peak_calls_per_s, count(*) AS seconds_with_calls FROM calls_per_second GROUP BY model
+), spans AS (
+    SELECT call_model AS model, started_at AS s, started_at + to_microseconds(round(coalesce(latency_ms, 0) * 1000)::BIGINT) AS e
+    FROM calls
+    WHERE started_at IS NOT NULL
+), opened AS (  -- a call that starts after every earlier one ended opens a new busy stretch
+    SELECT model, s, e, CASE WHEN s <= max(e) OVER (PARTITION BY model ORDER BY s, e ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
+                             THEN 0 ELSE 1 END AS opens
+    FROM spans
+), stretches AS (
+    SELECT model, s, e, sum(opens) OVER (PARTITION BY model ORDER BY s, e ROWS UNBOUNDED PRECEDING) AS stretch FROM opened
+), busy AS (
+    SELECT model, sum(epoch(e_max - s_min)) AS busy_s
+    FROM (SELECT model, stretch, min(s) AS s_min, max(e) AS e_max FROM stretches GROUP BY ALL)
+    GROUP BY model
 )
 SELECT
     p.model,
@@ -116,10 +132,12 @@ SELECT
     any_value(k.peak_calls_per_s) AS peak_calls_per_s,
     any_value(k.seconds_with_calls) AS seconds_with_calls,
     min(p.first_call_at) AS first_call_at,
-    max(p.last_call_at) AS last_call_at
+    max(p.last_call_at) AS last_call_at,
+    any_value(b.busy_s) AS busy_s
 FROM per_run AS p
 LEFT JOIN run_states AS s USING (run_id)
 LEFT JOIN peaks AS k ON k.model IS NOT DISTINCT FROM p.model
+LEFT JOIN busy AS b ON b.model IS NOT DISTINCT FROM p.model
 GROUP BY p.model;
 
 -- tools_mode_replies: per model x environment, the model's own replies in tools mode (action_mode = 'tools'),

@@ -30,21 +30,29 @@ def _report(path: Path, width: int = 80) -> str:
 
 
 def test_calls_per_second_are_per_wall_clock_second_of_the_run(write_run: WriteRun) -> None:
-    """47 calls in an 80-minute run: 0.01 calls/s, not the 1.0 a mean over the seconds that had a call gives."""
+    """47 calls in an 80-minute run: 0.01 calls/s, not the 1.0 a mean over the seconds that had a call gives; each call
+    takes 150 s, so calls are in flight from the first start to the last end (busy 4,750 s), though only 47 seconds saw
+    a call start."""
     path = write_run("slow", {("alpha", "os"): [("completed", True, 1.0, None)] * 47},
                      config={"models": [{"name": "alpha"}]})  # fmt: skip
     con = duckdb.connect(str(path))
     con.execute("DELETE FROM model_calls WHERE attempt > 1 OR turn > 1")
     con.execute("UPDATE model_calls SET started_at = ? + to_seconds(100 * CAST(regexp_extract(episode_id, 't0*(\\d+)', 1) AS INT))",
                 [T0])  # one call every 100 s
+    con.execute("UPDATE model_calls SET latency_ms = 150000")  # each one 150 s: the next starts before it ends
     con.execute("UPDATE runs SET created_at = ?, finished_at = ?", [T0, T0 + timedelta(minutes=80)])
     con.close()
     with load(path) as res:
         rate = res.call_rates.row(0, named=True)
     assert rate["calls"] == 47 and rate["run_seconds"] == 4800 and round(rate["calls_per_s"], 4) == round(47 / 4800, 4)
-    assert rate["peak_calls_per_s"] == 1 and rate["seconds_with_calls"] == 47
+    assert rate["peak_calls_per_s"] == 1 and rate["seconds_with_calls"] == 47 and rate["busy_s"] == 46 * 100 + 150
     text = _report(path, width=120)
-    assert "Calls per second of wall-clock time" in text and "alpha 47 1h20m 0.01 1 47" in text
+    assert "Calls per second of wall-clock time" in text and "alpha 47 1h20m 0.01 1 1h19m" in text  # busy 4,750 s
+    con = duckdb.connect(str(path))
+    con.execute("UPDATE model_calls SET latency_ms = 2000")  # 2 s each, 100 s apart: busy 47 x 2 s
+    con.close()
+    with load(path) as res:
+        assert res.call_rates.row(0, named=True)["busy_s"] == 94
 
 
 def test_interrupted_and_killed_runs_are_marked_with_what_a_resume_re_runs(write_run: WriteRun) -> None:

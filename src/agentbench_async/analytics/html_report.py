@@ -217,7 +217,7 @@ def _operations_section(report: Report) -> str:
                  None if r["mean_retry_after_s"] is None else f"{r['mean_retry_after_s']:.1f}", r["example_error"] or ""]
                 for r in report.statuses.iter_rows(named=True)]
     rates = [[r["model"] or "?", r["calls"], duration(r["run_seconds"]), None if r["calls_per_s"] is None else f"{r['calls_per_s']:.2f}",
-              r["peak_calls_per_s"], r["seconds_with_calls"]] for r in (report.rates if report.rates is not None else pl.DataFrame()).iter_rows(named=True)]
+              r["peak_calls_per_s"], duration(r.get("busy_s"))] for r in (report.rates if report.rates is not None else pl.DataFrame()).iter_rows(named=True)]
     series: dict[str, list[tuple[float, float]]] = {}
     rate: dict[str, list[tuple[float, float]]] = {}
     tp = report.throughput
@@ -238,8 +238,9 @@ def _operations_section(report: Report) -> str:
         + _cost_table(report)
         + _table(["model", "HTTP status", "attempts", "retries", "failed", "mean Retry-After s", "example error"], statuses, left=1)
         + "<h3>Calls per second of wall-clock time</h3>"
-        + _table(["model", "calls", "run time", "calls/s", "peak calls/s", "seconds with calls"], rates, left=1)
-        + '<p class="note">calls/s = calls / the wall-clock duration of the runs that made them (idle time included).</p>'
+        + _table(["model", "calls", "run time", "calls/s", "peak calls/s", "busy (a call in flight)"], rates, left=1)
+        + '<p class="note">calls/s = calls / the wall-clock duration of the runs that made them (idle time included); busy = '
+          "the time at least one call was in flight (the union of the calls' intervals).</p>"
         + _reasoning_table(report)
         + line_chart(series, "Latency over time (median per second)", "seconds since the first call", "latency ms")
         + line_chart(rate, "Calls per second over time", "seconds since the first call", "calls/s").replace(

@@ -246,12 +246,12 @@ def operations_tables(report: Report) -> list[Table]:
         statuses.add_row(r["model"] or "?", answer, _num(r["attempts"]),
                          _num(r["retries"]), _num(r["failed"]), _num(r["mean_retry_after_s"], 1), _short(r["example_error"], 60))
     rate = Table(title="Calls per second of wall-clock time (calls / the runs' duration, idle time included)", title_justify="left")
-    for col in ("model", "calls", "run time", "calls/s", "peak calls/s", "seconds with calls", "first call", "last call"):
+    for col in ("model", "calls", "run time", "calls/s", "peak calls/s", "busy (a call in flight)", "first call", "last call"):
         rate.add_column(col, justify="left" if col in ("model", "first call", "last call") else "right")
     for r in (report.rates if report.rates is not None else pl.DataFrame()).iter_rows(named=True):
         per_s = "–" if r["calls_per_s"] is None else f"{r['calls_per_s']:.2f}" if r["calls_per_s"] < 10 else f"{r['calls_per_s']:,.0f}"
         rate.add_row(r["model"] or "?", _num(r["calls"]), duration(r["run_seconds"]), per_s, _num(r["peak_calls_per_s"]),
-                     _num(r["seconds_with_calls"]), moment(r["first_call_at"]), moment(r["last_call_at"]))
+                     duration(r.get("busy_s")), moment(r["first_call_at"]), moment(r["last_call_at"]))
     tables = [usage, *cost_tables(report), statuses, rate]
     if report.reasoning is not None and not report.reasoning.is_empty():
         thinking = Table(title="Reasoning per model × environment (tokens the server reported as thinking; replies cut by the "
