@@ -95,11 +95,12 @@ def _field_rows(cls: type, keys: Iterable[str], flag_help: dict[str, str], flag_
     comments = field_comments(cls)
     rows = []
     for key in keys:
-        f = fields[key]
+        f = fields.get(key)  # None: a setting the config reads into other fields (tasks: into env_options)
         dest = _FLAG_DEST.get(key, key)
         flag = flag_of(dest) if dest in flag_help else ""
         meaning = comments.get(key) or flag_help.get(dest or "", "")
-        rows.append([_code(key), _code(f.type), _default(f), _code(flag) if flag else "", meaning])
+        kind, default = (_code(f.type), _default(f)) if f else ("mapping", "—")
+        rows.append([_code(key), kind, default, _code(flag) if flag else "", meaning])
     return rows
 
 
