@@ -113,7 +113,8 @@ class RunConfig:
             "data_dir": "official" if self.data_dir else "builtin",
             "action_mode": self.action_mode,
             "history": self.history,
-            "judge": gen(self.judge) if self.judge else None,
+            # the judge decides only the results of the environments it takes part in (ltp): elsewhere it changes nothing
+            "judge": gen(self.judge) if self.judge and any(env_class(e).needs_judge for e in self.envs) else None,
             "env_options": self.env_options,
             "seed": self.seed,
         }
@@ -340,6 +341,10 @@ def build_config(raw: dict[str, Any], *, where: str = "config") -> RunConfig:
         if settled:
             env_options[env] = settled
     judge = model_from_dict(raw["judge"], f"{where}: judge") if raw.get("judge") else None
+    judged = [e for e in envs_raw if env_class(e).needs_judge]
+    if judged and judge is None:
+        raise ConfigError(f"{where}: {judged[0]} needs a judge model to host its games: give --judge-model NAME (with --judge-base-url, "
+                          f"--judge-api-key-env when not the model's server), or leave {judged[0]} out of --env")  # fmt: skip
     return RunConfig(
         out=out,
         models=models,

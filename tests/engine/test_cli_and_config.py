@@ -200,7 +200,7 @@ def test_serve_mock_preload_loads_what_a_run_of_every_environment_plays(official
         proc.wait(10)
     text = " ".join("".join(said).split())
     sources = build_config({"out": "x.duckdb", "envs": "all", "split": "dev", "data_dir": str(official_data_dir),
-                            "models": [{"name": "mock-oracle"}]}).task_sources()  # fmt: skip
+                            "models": [{"name": "mock-oracle"}], "judge": "mock-judge"}).task_sources()  # fmt: skip
     assert list(sources) == available_envs()
     for env, line in sources.items():
         source = "official" if line.startswith("official") else "builtin"

@@ -168,6 +168,7 @@ class Environment(abc.ABC):
     metric: ClassVar[str] = "success rate"  # what ``score`` means, for reports
     supports_tools: ClassVar[bool] = False
     requires: ClassVar[str] = "nothing"  # what must be installed, shown by `agentbench envs`
+    needs_judge: ClassVar[bool] = False  # a judge model takes part in every episode (ltp's host): a run without one is refused
     hidden: ClassVar[bool] = False  # engine self-test environments are not in `envs`/demo
     # Options that decide results, with AgentBench v0.2's value (``None``: upstream has no such option, any
     # value differs). A run using another value is flagged as not comparable to the paper (settings.py).

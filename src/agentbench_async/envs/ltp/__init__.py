@@ -33,6 +33,7 @@ class LTPEnvironment(Environment):
     metric: ClassVar[str] = "game progress"
     supports_tools: ClassVar[bool] = False  # AgentBench FC defines no tools for LTP
     requires: ClassVar[str] = "a judge model (--judge-model); openpyxl for the official .xlsx files"
+    needs_judge: ClassVar[bool] = True
     task_file_format: ClassVar[str] = ("an AgentBench LTP workbook (.xlsx, columns story | answer | story keys | answer keys, as "
                                        "data/lateralthinkingpuzzle/dev.xlsx) or JSONL as the built-in suite's (.jsonl)")
     result_options: ClassVar[dict[str, Any]] = {"rounds": DEFAULT_ROUNDS, "language": "en"}
