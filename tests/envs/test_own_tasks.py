@@ -140,3 +140,17 @@ def test_flags_and_files_a_run_cannot_use_are_one_line(tmp_path: Path) -> None:
     empty.write_text("[]")
     with pytest.raises(ConfigError, match=r"^test: tasks: kg=.*empty.json holds no task; give a JSON list of AgentBench knowledgegraph"):
         _config(tmp_path, "http://127.0.0.1:9/v1", {"kg": str(empty)})
+
+
+def test_with_data_dir_too_the_own_file_is_played_and_never_called_official(tmp_path: Path) -> None:
+    from agentbench_async.envs import make_env
+    from agentbench_async.settings import deviations, official_tasks
+
+    kg = _kg_file(tmp_path, count=2)
+    cfg = build_config({"out": tmp_path / "x.duckdb", "envs": "kg", "models": ["m"], "data_dir": str(tmp_path), "tasks": {"kg": str(kg)}},
+                       where="test")  # fmt: skip
+    env = make_env("kg", data_dir=cfg.env_data_dir("kg"), options=cfg.env_options["kg"])
+    assert [(t.task_id, t.source) for t in env.tasks("test")] == [("custom-0", "custom"), ("custom-1", "custom")]
+    stored = cfg.public_dict()
+    assert not official_tasks("kg", stored)
+    assert [d.setting for d in deviations(stored)] == ["kg.tasks"]

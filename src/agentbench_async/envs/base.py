@@ -219,7 +219,10 @@ class Environment(abc.ABC):
     def plays_official_tasks(cls, data_dir: object, options: dict[str, Any]) -> bool:
         """Whether a run with this ``--data-dir`` and these options plays AgentBench's official tasks (used to
         flag runs on the built-in suites as "not the paper's tasks"). Environments whose official tasks come from
-        another download (``--mind2web-data``, ``--webshop-data``) override it."""
+        another download (``--mind2web-data``, ``--webshop-data``) override it. A task file of the user's own
+        (``--tasks``) is never the official tasks."""
+        if options.get(TASKS_FILE):
+            return False
         return cls.builtin_is_official or bool(data_dir)
 
     @classmethod
