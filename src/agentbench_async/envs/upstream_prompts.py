@@ -27,6 +27,7 @@ the name looked up.
 from __future__ import annotations
 
 import ast
+import warnings
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -135,17 +136,20 @@ def fc_tools(data_dir: Path, task_file: str, names: tuple[str, ...], *, env: str
     return tools  # parsed afresh on every call: the caller may keep it
 
 
-def wording_deviations(env: str, data_dir: object, action_mode: str, *, text: str, tools: str, upstream: str) -> list[Deviation]:
+def wording_deviations(env: str, data_dir: object, action_mode: str, *, text: str, tools: str, upstream: str,
+                       fc_text: bool = False) -> list[Deviation]:  # fmt: skip
     """The named differences in wording (``settings.deviations``) of an environment whose text-mode prompt is v0.2's and
     whose tool definitions are AgentBench FC's when read from ``--data-dir``: ``<env>.prompts`` (text mode without
-    it), ``<env>.tools_prompt`` (tools mode: FC's system text is in its task code, which ``data pull`` does not fetch)
-    and ``<env>.tools`` (tools mode without it). ``text``/``tools`` say what the project shows instead, ``upstream``
-    what v0.2 shows."""
+    it), ``<env>.tools_prompt`` (tools mode: FC's system text is in its task code; ``fc_text``: ``data pull`` fetches
+    that code and the environment reads it, so only without ``--data-dir``) and ``<env>.tools`` (tools mode without
+    it). ``text``/``tools`` say what the project shows instead, ``upstream`` what v0.2 shows."""
     mine = (env,)
     if action_mode != "tools":
         return [] if data_dir else [Deviation(f"{env}.prompts", text, f"{upstream}, read from --data-dir", "prompt wording differs", envs=mine)]
-    out = [Deviation(f"{env}.tools_prompt", "the project's own system text", "AgentBench FC's (in its task code, not fetched "
-                     "by data pull)", "prompt wording differs", envs=mine)]  # fmt: skip
+    out = []
+    if not (fc_text and data_dir):
+        fc = "AgentBench FC's, read from --data-dir" if fc_text else "AgentBench FC's (in its task code, not fetched by data pull)"
+        out.append(Deviation(f"{env}.tools_prompt", "the project's own system text", fc, "prompt wording differs", envs=mine))
     if not data_dir:
         out.append(Deviation(f"{env}.tools", tools, f"AgentBench FC's, read from configs/tasks/{env}.yaml with --data-dir",
                              "tool wording differs", envs=mine))  # fmt: skip
@@ -182,7 +186,9 @@ def _read(path: Path, data_dir: Path, env: str) -> str:
 @lru_cache(maxsize=32)
 def _parse(path: Path, text: str) -> ast.Module:
     try:
-        return ast.parse(text, filename=str(path))
+        with warnings.catch_warnings():  # upstream's own invalid escapes ('\['): not the user's concern
+            warnings.simplefilter("ignore", (DeprecationWarning, SyntaxWarning))
+            return ast.parse(text, filename=str(path))
     except SyntaxError as exc:
         raise TaskFileError(f"{path}: not Python source this reader can parse ({exc.msg} at line {exc.lineno})") from None
 

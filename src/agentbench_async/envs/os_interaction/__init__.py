@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ...environment import (
+    Deviation,
     EnvError,
     EnvUnavailableError,
     Environment,
@@ -26,11 +27,13 @@ from ...environment import (
     Session,
     Step,
     Task,
+    missing_file,
     statuses as st,
 )
+from ..upstream_prompts import FC, V02, upstream_path, wording_deviations
 from .control import close_idle_wardens
 from .grading import grade, run_script
-from .protocol import TOOLS, Action, ParseError, first_messages, observation_text, parse_text, parse_tools
+from .protocol import UPSTREAM_TASK, Action, ParseError, Prompts, first_messages, load_prompts, observation_text, parse_text, parse_tools
 from .records import builtin_tasks, official_tasks, own_file_tasks
 from .rootfs import ensure_shifted
 from .rootfs import resolve as resolve_root
@@ -70,6 +73,18 @@ class OSEnvironment(Environment):
         "mirror": Option("url", "the Debian mirror the root is built from"),
     }
 
+    @classmethod
+    def missing_data(cls, data_dir: Path, options: Mapping[str, Any], split: str, action_mode: str) -> str | None:
+        if action_mode == "tools":  # FC's system text and tool definitions
+            return missing_file([upstream_path(data_dir, FC, UPSTREAM_TASK), upstream_path(data_dir, FC, "configs/tasks/os.yaml")])
+        return missing_file([upstream_path(data_dir, V02, UPSTREAM_TASK)])  # v0.2's instruction and one-shot example
+
+    @classmethod
+    def deviations(cls, data_dir: object, options: dict[str, Any], action_mode: str) -> list[Deviation]:
+        return wording_deviations("os", data_dir, action_mode, upstream="upstream's instruction and one-shot example",
+                                  text="the project's own instruction and one-shot example",
+                                  tools="the project's own bash_action/answer_action/finish_action definitions", fc_text=True)  # fmt: skip
+
     def __init__(self, *, data_dir: Any = None, options: dict[str, Any] | None = None) -> None:
         super().__init__(data_dir=data_dir, options=self.check_options(options or {}))
         opts = self.options
@@ -87,6 +102,7 @@ class OSEnvironment(Environment):
             shm_mb=int(opts.get("shm_mb", 64)),
         )
         self._checked = False
+        self._prompts: dict[str, Prompts] = {}  # per action mode, read on first use
         self._start_lock: asyncio.Lock | None = None
         self._spares = Spares(self._new_machine)
 
@@ -142,7 +158,15 @@ class OSEnvironment(Environment):
             raise
         return Machine(sandbox, shell)
 
+    def prompts(self, action_mode: str) -> Prompts:
+        """The run's wording in ``action_mode``: AgentBench's from ``--data-dir`` (v0.2's text, FC's tools), else the
+        project's own."""
+        if action_mode not in self._prompts:
+            self._prompts[action_mode] = load_prompts(self.data_dir, action_mode)
+        return self._prompts[action_mode]
+
     async def open_session(self, task: Task, ctx: EpisodeContext) -> Session:
+        self.prompts(ctx.action_mode)  # a missing or changed prompt file fails before a sandbox is taken
         if not self._checked:
             self._start_lock = self._start_lock or asyncio.Lock()
             async with self._start_lock:
@@ -189,7 +213,7 @@ class OSSession(Session):
         return self._machine.shell
 
     def tools(self) -> list[dict[str, Any]] | None:
-        return TOOLS if self._ctx.action_mode == "tools" else None
+        return self._env.prompts("tools").tools if self._ctx.action_mode == "tools" else None
 
     async def begin(self) -> list[Message]:
         data = self._task.data
@@ -211,7 +235,7 @@ class OSSession(Session):
             await self._shell.run(data["start"], self._env.command_timeout)
         if _checks_run_processes(data):  # what runs now is the task's: checks may count it (see grading)
             await self._sandbox.mark_task_processes()
-        return first_messages(data["description"], self._ctx.action_mode)
+        return first_messages(data["description"], self._ctx.action_mode, self._env.prompts(self._ctx.action_mode))
 
     def _observe(self, reply: ModelReply, text: str) -> list[Message]:
         if self._ctx.action_mode == "tools" and reply.tool_calls:

@@ -1,18 +1,24 @@
 """The OS environment's conversation: prompt, reply parsing and observations (spec §3–4).
 
-The wording is this project's own; the facts are AgentBench's: three actions (``bash`` with a
-```` ```bash ```` block, ``finish``, ``answer(...)``), one per turn, a one-shot example that counts
-the entries of ``/etc``, observations prefixed ``The output of the OS:`` and cut at 800 characters.
+With ``--data-dir`` the wording is AgentBench's own, read from the files ``agentbench data pull`` fetches: text
+mode's instruction and one-shot example from v0.2's ``os_interaction/task.py`` (``OSInteraction._judge``,
+``ONE_SHOT``), tools mode's system text from FC's ``os_interaction/task.py`` and its tool definitions from FC's
+``configs/tasks/os.yaml``. Without it (the built-in suite) the wording is this project's own with the same facts:
+three actions (``bash`` with a ```` ```bash ```` block, ``finish``, ``answer(...)``), one per turn, a one-shot
+example that counts the entries of ``/etc``, observations prefixed ``The output of the OS:`` and cut at 800
+characters (a named deviation, ``os.prompts``/``os.tools``).
 """
 
 from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 from ...environment import Message, ModelReply
+from ..upstream_prompts import FC, V02, fc_tools, upstream_source
 
 _ACT = re.compile(r"Act:\s*(.+)")
 _BASH_BLOCK = re.compile(r"```bash\n(.*?)\n```", re.DOTALL)
@@ -104,20 +110,68 @@ TOOLS: list[dict[str, Any]] = [
 ]
 
 
-def first_messages(description: str, action_mode: str) -> list[Message]:
+PROBLEM_LEAD = "Now, my problem is:\n\n"
+TASK_LEAD = "Now, I will start a new problem in a new OS. My problem is:\n\n"
+UPSTREAM_TASK = "src/server/tasks/os_interaction/task.py"  # v0.2's (instruction, ONE_SHOT) and FC's (system text)
+TOOL_NAMES = ("bash_action", "finish_action", "answer_action")  # FC's order
+_OWN_TOOLS_INTRO = (
+    "You are going to act as a person at a computer, and I will play the Linux (Ubuntu) operating "
+    "system for you. Solve the problem below with the tools: bash_action runs commands, finish_action "
+    "says the task is done, answer_action gives the answer to the question. Call one tool per turn; "
+    "commands must not wait for interactive input; output that is too long is cut off and then "
+    "incomplete.\n\nMy problem is:\n\n"
+)
+
+
+@dataclass(frozen=True)
+class Prompts:
+    """The wording of a run: text mode's instruction and one-shot conversation (question first), tools mode's
+    system text (``None``: the project's one user message) and tool definitions."""
+
+    instruction: str
+    one_shot: list[Message]
+    tools_system: str | None
+    tools: list[dict[str, Any]] = field(default_factory=lambda: TOOLS)
+    upstream: bool = False  # read from AgentBench's files (--data-dir)
+
+
+OWN_PROMPTS = Prompts(INSTRUCTION, [{"role": "user", "content": ONE_SHOT_QUESTION}, *_ONE_SHOT], None)
+
+
+def load_prompts(data_dir: Path | None, action_mode: str = "text") -> Prompts:
+    """AgentBench's wording from the pulled files under ``data_dir`` (v0.2's for text mode, FC's for tools mode),
+    else the project's own. A missing or changed file is a one-line TaskFileError naming it."""
+    if data_dir is None:
+        return OWN_PROMPTS
     if action_mode == "tools":
-        intro = (
-            "You are going to act as a person at a computer, and I will play the Linux (Ubuntu) operating "
-            "system for you. Solve the problem below with the tools: bash_action runs commands, finish_action "
-            "says the task is done, answer_action gives the answer to the question. Call one tool per turn; "
-            "commands must not wait for interactive input; output that is too long is cut off and then "
-            "incomplete.\n\nMy problem is:\n\n" + description
-        )
-        return [{"role": "user", "content": intro}]
+        fc = upstream_source(data_dir, FC, UPSTREAM_TASK, env="os")
+        system = fc.literal("system_message", within="OSInteraction._inject_initial_messages")
+        if not isinstance(system, str):
+            raise fc.error("system_message is not a string")
+        return Prompts(OWN_PROMPTS.instruction, OWN_PROMPTS.one_shot, system, fc_tools(data_dir, "os", TOOL_NAMES, env="os"), True)
+    v02 = upstream_source(data_dir, V02, UPSTREAM_TASK, env="os")
+    injected = v02.call_arguments("OSInteraction._judge", "inject")
+    shots = v02.literal("ONE_SHOT")
+    if not (isinstance(injected[0], dict) and isinstance(injected[0].get("content"), str)):
+        raise v02.error("OSInteraction._judge does not inject the instruction first")
+    if not (isinstance(shots, list) and shots and all(isinstance(m, dict) and isinstance(m.get("content"), str) for m in shots)):
+        raise v02.error("ONE_SHOT is not a list of messages")
+    one_shot: list[Message] = [{"role": "assistant" if m.get("role") == "agent" else "user", "content": m["content"]} for m in shots]
+    return Prompts(injected[0]["content"], one_shot, None, TOOLS, True)
+
+
+def first_messages(description: str, action_mode: str, prompts: Prompts = OWN_PROMPTS) -> list[Message]:
+    """The conversation's opening, as upstream's ``_judge`` (v0.2, text) or ``_inject_initial_messages`` (FC, tools)
+    builds it."""
+    if action_mode == "tools":
+        if prompts.tools_system is None:
+            return [{"role": "user", "content": _OWN_TOOLS_INTRO + description}]
+        return [{"role": "system", "content": prompts.tools_system}, {"role": "user", "content": TASK_LEAD + description}]
+    question, *shots = prompts.one_shot
     return [
-        {"role": "user", "content": INSTRUCTION + "Now, my problem is:\n\n" + ONE_SHOT_QUESTION},
-        *_ONE_SHOT,
-        {"role": "user", "content": "Now, I will start a new problem in a new OS. My problem is:\n\n" + description},
+        {"role": "user", "content": prompts.instruction + PROBLEM_LEAD + (question.get("content") or "")},
+        *(dict(m) for m in shots),
+        {"role": "user", "content": TASK_LEAD + description},
     ]
 
 

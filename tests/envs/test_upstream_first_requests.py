@@ -1,0 +1,69 @@
+"""With ``--data-dir`` the first request of os, db, kg and ltp is upstream's own rendering of the same task, byte for
+byte: upstream's task code (v0.2 for text mode, AgentBench FC for tools mode, the files ``agentbench data pull``
+fetches) is run with stubs for its container/database/SPARQL clients (tests/upstream_render.py) up to its first
+model call, and compared with what the environment sends; the tool definitions equal FC's task config. Without the
+files the project's own wording runs and is named as a deviation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from upstream_render import RecordingSession, first_request, load_upstream
+
+from agentbench_async.envs import make_env
+from agentbench_async.envs.os_interaction.protocol import first_messages as os_first_messages
+from agentbench_async.envs.upstream_prompts import FC, V02, upstream_path
+from agentbench_async.errors import TaskFileError
+
+
+def _fc_tools(data_dir: Path, task: str) -> list[dict]:
+    config = yaml.safe_load(upstream_path(data_dir, FC, f"configs/tasks/{task}.yaml").read_text(encoding="utf-8"))
+    return config["default"]["parameters"]["tools"]
+
+
+# --------------------------------------------------------------------------------------------------- os
+def _os_upstream_text(data_dir: Path, description: str) -> list[dict]:
+    module = load_upstream(upstream_path(data_dir, V02, "src/server/tasks/os_interaction/task.py"), "os_v02")
+    task = object.__new__(module.OSInteraction)
+    task.round_limit = 8
+    config = module.JudgeConfig()
+    config.description = description
+    return first_request(task._judge, RecordingSession(), config, None)
+
+
+def _os_upstream_tools(data_dir: Path, description: str) -> list[dict]:
+    module = load_upstream(upstream_path(data_dir, FC, "src/server/tasks/os_interaction/task.py"), "os_fc")
+    session = RecordingSession()
+    object.__new__(module.OSInteraction)._inject_initial_messages(session, description)
+    return [{"role": m.role, "content": m.content} for m in session.history]
+
+
+@pytest.mark.parametrize("mode", ["text", "tools"])
+def test_os_first_request_is_upstreams_rendering_of_every_dev_task(official_data_dir: Path, mode: str) -> None:
+    env = make_env("os", data_dir=official_data_dir)
+    render = _os_upstream_text if mode == "text" else _os_upstream_tools
+    tasks = list(env.tasks("dev"))
+    assert tasks
+    for task in tasks:
+        ours = os_first_messages(task.data["description"], mode, env.prompts(mode))
+        assert ours == render(official_data_dir, task.data["description"]), task.task_id
+    if mode == "tools":
+        assert env.prompts("tools").tools == _fc_tools(official_data_dir, "os")  # bash, finish (with thought), answer
+        assert [t["function"]["name"] for t in env.prompts("tools").tools] == ["bash_action", "finish_action", "answer_action"]
+
+
+def test_os_without_the_files_runs_its_own_wording_as_a_named_deviation(official_data_dir: Path, tmp_path: Path) -> None:
+    env = make_env("os")
+    own = os_first_messages("DESC", "text", env.prompts("text"))
+    assert own != _os_upstream_text(official_data_dir, "DESC") and own[-1]["content"].endswith("My problem is:\n\nDESC")
+    assert [d.setting for d in env.deviations(None, {}, "text")] == ["os.prompts"]
+    assert [d.setting for d in env.deviations(None, {}, "tools")] == ["os.tools_prompt", "os.tools"]
+    assert env.deviations(str(official_data_dir), {}, "text") == env.deviations(str(official_data_dir), {}, "tools") == []
+    # a data dir without the pulled sources: one line naming the file and data pull
+    assert "upstream-prompts/v0.2/src/server/tasks/os_interaction/task.py" in env.missing_data(tmp_path, {}, "dev", "text")
+    assert "upstream-prompts/fc/src/server/tasks/os_interaction/task.py" in env.missing_data(tmp_path, {}, "dev", "tools")
+    assert env.missing_data(official_data_dir, {}, "dev", "text") is None
+    with pytest.raises(TaskFileError, match=r"os_interaction/task.py not found .*agentbench data pull"):
+        make_env("os", data_dir=tmp_path).prompts("text")
