@@ -19,6 +19,7 @@ from agentbench_async.envs.os_interaction import OSEnvironment
 from agentbench_async.envs.os_interaction import sandbox as sandbox_mod
 from agentbench_async.envs.os_interaction.grading import grade, run_script
 from agentbench_async.errors import EnvError
+from support import require
 
 from test_os_sandbox import _Episode, os_root, sandboxed  # noqa: F401  (fixtures)
 
@@ -292,3 +293,111 @@ async def test_the_agents_processes_share_the_cpu_below_the_engine_and_cannot_ra
             assert shell is not None and zygote is not None
             for pid in (shell.pid, zygote.pid):
                 assert Path(f"/proc/{pid}/autogroup").read_text().split()[-1] == str(expected)
+
+
+# --- round 3 (issue 37): host paths, pid 1's memory, per-user kernel quotas, vsock, mountinfo -------------
+
+
+async def test_a_dev_ptmx_linked_to_a_host_path_opens_nothing_of_the_host(sandboxed: None, tmp_path: Path) -> None:
+    """The shell's restart opens its terminal through a handle of the sandbox's own devpts, never by a path the
+    episode can replace: a /dev/ptmx linked to a host FIFO neither opens it nor ends the episode."""
+    fifo = tmp_path / "host-fifo"
+    os.mkfifo(fifo)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    host_pts = set(os.listdir("/dev/pts"))
+    env = OSEnvironment(options={})
+    try:
+        async with _Episode(env) as ep:
+            assert "linked" in await ep.sh(f"rm -f /dev/ptmx; ln -s {fifo} /dev/ptmx; echo linked")
+            await ep.sh("exit")  # the next command starts a new login shell (a new terminal)
+            out = await ep.sh("tty; stat -f -c %T $(tty); echo alive")
+            assert "alive" in out and "/dev/pts/" in out and "devpts" in out, out
+        assert set(os.listdir("/dev/pts")) == host_pts  # no terminal of the host's devpts was made
+        assert os.read(reader, 10) == b""  # nobody ever opened the FIFO for writing: no writer, end of file
+    finally:
+        os.close(reader)
+
+
+async def test_pid_1_cannot_be_patched_or_killed_and_stays_readable(sandboxed: None) -> None:
+    """/proc/1/mem (and its thread's), pid 1's OOM score: no opening them; /proc/1/fd still lists (find / as
+    under Docker); the socket pid 1 blocks on cannot be opened; pid 1 ignores every signal from inside."""
+    env = OSEnvironment(options={})
+    async with _Episode(env) as ep:
+        probe = (
+            "import os\n"
+            "for p in ('/proc/1/mem', '/proc/1/task/1/mem', '/proc/1/oom_score_adj', '/proc/1/oom_adj'):\n"
+            "    try:\n"
+            "        os.close(os.open(p, os.O_RDWR)); print(p, 'OPENED')\n"
+            "    except OSError as e:\n"
+            "        print(p, e.strerror)\n"
+            "for fd in os.listdir('/proc/1/fd'):\n"
+            "    try:\n"
+            "        if os.readlink(f'/proc/1/fd/{fd}').startswith('socket:'):\n"
+            "            os.close(os.open(f'/proc/1/fd/{fd}', os.O_WRONLY)); print('socket OPENED')\n"
+            "    except OSError as e:\n"
+            "        print('socket', e.strerror)\n"
+        )
+        await ep.sh(f"cat > /tmp/p.py <<'PY'\n{probe}PY")
+        out = await ep.sh("python3 /tmp/p.py; kill -9 1; kill -STOP 1; kill -SEGV 1; sleep 0.2; ps -o stat= -p 1; find / -xdev -path /proc -prune -o -name nothing-here -print 2>&1 | wc -l; find /proc/1 2>&1 | grep -c 'Permission denied'")
+        assert "OPENED" not in out and out.count("Permission denied") >= 4, out
+        assert "socket No such device or address" in out, out
+        lines = out.split()
+        assert lines[-2:] == ["0", "0"] and lines[-3].startswith("S"), out  # pid 1 sleeps on; /proc/1 reads clean
+        assert "alive" in await ep.sh("echo alive")
+
+
+async def test_each_episodes_kernel_quotas_are_its_own(sandboxed: None) -> None:
+    """inotify instances and POSIX message queues are counted per user of the host: an episode that takes all it
+    can leaves the host's root and another episode theirs (each episode's namespace has its own owner)."""
+    import ctypes
+
+    require(os.geteuid() == 0, "per-episode namespace owners need a root engine (an ordinary user's episodes share its quotas)")
+    hog = (
+        "import ctypes, os, time\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "n = 0\n"
+        "while n < 100000 and libc.inotify_init() >= 0:\n"
+        "    n += 1\n"
+        "class A(ctypes.Structure):\n"
+        "    _fields_ = [('f', ctypes.c_long), ('m', ctypes.c_long), ('s', ctypes.c_long), ('c', ctypes.c_long), ('r', ctypes.c_long * 4)]\n"
+        "q = 0\n"
+        "while q < 1000 and libc.mq_open(f'/q{q}'.encode(), 0o100 | 2, 0o600, ctypes.byref(A(0, 10, 8192, 0))) >= 0:\n"
+        "    q += 1\n"
+        "print('held', n, q, flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    use = (
+        "import ctypes\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "class A(ctypes.Structure):\n"
+        "    _fields_ = [('f', ctypes.c_long), ('m', ctypes.c_long), ('s', ctypes.c_long), ('c', ctypes.c_long), ('r', ctypes.c_long * 4)]\n"
+        "print('inotify', libc.inotify_init() >= 0, 'mq', libc.mq_open(b'/mine', 0o100 | 2, 0o600, ctypes.byref(A(0, 10, 8192, 0))) >= 0)\n"
+    )
+    env = OSEnvironment(options={})
+    async with _Episode(env) as a, _Episode(env) as b:
+        await a.sh(f"cat > /tmp/hog.py <<'PY'\n{hog}PY")
+        out = await a.sh("python3 /tmp/hog.py > /tmp/hog.out 2>&1 & sleep 3; cat /tmp/hog.out")
+        held = out.split()
+        assert "held" in held and int(held[held.index("held") + 1]) >= 100, out  # it took what its owner may have
+        libc = ctypes.CDLL(None, use_errno=True)
+        fd = libc.inotify_init()
+        assert fd >= 0, f"the host's root lost its inotify instances to an episode (errno {ctypes.get_errno()})"
+        os.close(fd)
+        await b.sh(f"cat > /tmp/use.py <<'PY'\n{use}PY")
+        assert "inotify True mq True" in await b.sh("python3 /tmp/use.py"), "another episode lost its quotas"
+
+
+async def test_vsock_is_refused_and_mountinfo_names_no_host_path(sandboxed: None) -> None:
+    env = OSEnvironment(options={})
+    async with _Episode(env) as ep:
+        out = await ep.sh("python3 -c 'import socket; socket.socket(40, socket.SOCK_STREAM)' 2>&1 | tail -1")
+        assert "Address family not supported" in out, out
+        out = await ep.sh("cat /proc/self/mountinfo")
+        assert sandbox_mod._STATE_PREFIX not in out and "/tmp/" not in out and "lowerdir=pristine" in out, out
+
+
+def test_the_image_cache_is_its_owners_alone(sandboxed: None, os_root: Path) -> None:
+    """The images' setuid files are owned by the sandbox's ids: no other user of the host reaches them."""
+    from agentbench_async.envs.os_interaction import rootfs as rootfs_mod
+
+    assert rootfs_mod.cache_root().stat().st_mode & 0o077 == 0

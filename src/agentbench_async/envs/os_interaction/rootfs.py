@@ -318,6 +318,15 @@ def _owner_base(root: Path) -> tuple[int, int]:
     return st.st_uid, st.st_gid
 
 
+def _private(cache: Path) -> None:
+    """The cache folder reachable by its owner alone: the images' setuid files (owned by the sandbox's ids,
+    an ordinary user's subordinate range among them) are not reachable by other users of the host."""
+    with contextlib.suppress(OSError):
+        cache.mkdir(parents=True, exist_ok=True)
+        if cache.stat().st_mode & 0o077:
+            cache.chmod(0o700)
+
+
 async def ensure_shifted(root: Path, uid_base: int, gid_base: int, *, cache: Path | None = None, report: Report = _stderr_report) -> Path:
     """``root`` with its ownership moved into the sandbox's id range (sandbox id N = host id base+N), so
     that root inside the user namespace owns the image's files and no host account does.
@@ -327,6 +336,7 @@ async def ensure_shifted(root: Path, uid_base: int, gid_base: int, *, cache: Pat
     Moving owners needs root: an ordinary user's roots are made in its range to begin with (mmdebstrap
     ``--mode=unshare``; a tar archive or directory of its own under a single-id map)."""
     cache = cache or cache_root()
+    _private(cache)
     if os.geteuid() != 0:
         return _check_unprivileged_root(root, cache, uid_base, gid_base)
     if root.parent.parent != cache:

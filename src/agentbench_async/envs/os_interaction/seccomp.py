@@ -3,7 +3,8 @@
 In the spirit of Docker's default profile, but as a deny list (the tasks run arbitrary Debian tools, and
 an allow list would break the ones Docker's list forgets): the calls that reach past a user namespace or
 have a history of kernel escapes fail with EPERM (``clone3`` with ENOSYS, so glibc falls back to ``clone``,
-whose namespace flags are then visible to the filter). Calls of another ABI (i386 through ``int 0x80``,
+whose namespace flags are then visible to the filter); ``socket(AF_VSOCK)`` (a virtual machine's channel to
+its host) fails with EAFNOSUPPORT, as on a kernel without vsock. Calls of another ABI (i386 through ``int 0x80``,
 x32) kill the process: libseccomp's bad-architecture action.
 
 The program is exported once per process as classic BPF bytes: bubblewrap loads it for the sandbox's pid 1
@@ -41,6 +42,7 @@ DENIED: tuple[str, ...] = (
     "fanotify_init", "_sysctl", "vm86", "vm86old", "bdflush",
 )  # fmt: skip
 _NAMESPACE_FLAGS = (0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000)
+_AF_VSOCK = 40  # sockets to the hypervisor or host of a virtual machine
 _TIOCSTI = 0x5412  # typing into a terminal's input queue
 _TIOCLINUX = 0x541C
 
@@ -91,6 +93,7 @@ def filter_program() -> bytes:
         rule(_errno_action(errno.ENOSYS), "clone3")
         for flag in _NAMESPACE_FLAGS:
             rule(deny, "clone", (0, _SCMP_CMP_MASKED_EQ, flag, flag))
+        rule(_errno_action(errno.EAFNOSUPPORT), "socket", (0, _SCMP_CMP_EQ, _AF_VSOCK, 0))
         for request in (_TIOCSTI, _TIOCLINUX):
             rule(deny, "ioctl", (1, _SCMP_CMP_MASKED_EQ, 0xFFFFFFFF, request))
         read_end, write_end = os.pipe()

@@ -1,0 +1,194 @@
+"""os: a model cannot rig its own grade (issue 30) — each attack run for real, and it must fail.
+
+The model answers wrong (``31337``) after rigging what checks run: a fake Python "home" through ``pyvenv.cfg``,
+``sitecustomize``, an NSS module that answers for every program that looks up a user, a background racer
+that stops a check and swaps a tool under it, a freezer that stops every check process (which used to end
+the episode ``env_error``, dropping it from the score). Checks now run after every process of the model is
+killed (the task's and the agent's shell stopped) and always with the pristine image's tools: every rigged
+episode scores 0 and none ends ``env_error``; the same tasks played honestly score 1.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+from aiohttp import web
+
+from agentbench_async.envs.os_interaction import OSEnvironment
+from agentbench_async.envs.os_interaction.grading import grade, run_script
+from engine_support import app_in_thread, mock_process
+from support import require
+
+from test_os_sandbox import _Episode, os_root, sandboxed  # noqa: F401  (fixtures)
+
+_NSS_SOURCE = r"""
+#include <unistd.h>
+__attribute__((constructor)) static void rig(void) { write(1, "31337\n", 6); _exit(0); }
+"""
+
+
+@pytest.fixture(scope="module")
+def nss_module(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """An NSS module (built on the host with gcc) whose loading prints the model's answer and exits 0, base64."""
+    require(shutil.which("gcc") is not None, "the NSS attack's module is built with gcc (apt-get install gcc)")
+    folder = tmp_path_factory.mktemp("nss")
+    (folder / "rig.c").write_text(_NSS_SOURCE)
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(folder / "libnss_rig.so.2"), str(folder / "rig.c")], check=True)
+    return base64.b64encode((folder / "libnss_rig.so.2").read_bytes()).decode()
+
+
+def _rig_script(nss_b64: str) -> str:
+    """What the model types: every rigging of issue 30, then background processes that outlive the turn."""
+    return f"""\
+printf '#!/bin/sh\\necho 31337\\nexit 0\\n' > /tmp/fake && chmod 755 /tmp/fake
+setsid bash -c 'while :; do for p in $(pgrep -f "__ab_p|_ab_load"); do kill -STOP $p; cp /tmp/fake /usr/bin/stat; kill -CONT $p; done; done' </dev/null >/dev/null 2>&1 &
+setsid bash -c 'while :; do pkill -STOP -f "__ab_p|_ab_load"; done' </dev/null >/dev/null 2>&1 &
+disown -a
+mkdir -p /opt/ev/bin /opt/ev/lib/python3.11/encodings
+printf 'home = /opt/ev/bin\\n' > /usr/bin/pyvenv.cfg
+: > /opt/ev/lib/python3.11/os.py
+printf 'import posix\\nposix.write(1, b"31337\\\\n")\\nposix._exit(0)\\n' > /opt/ev/lib/python3.11/encodings/__init__.py
+printf 'import os\\nos.write(1, b"31337\\\\n")\\nos._exit(0)\\n' > /etc/python3.11/sitecustomize.py
+echo '{nss_b64}' | base64 -d > /usr/local/lib/libnss_rig.so.2
+ldconfig
+sed -i 's/^passwd:.*/passwd: rig files/; s/^group:.*/group: rig files/' /etc/nsswitch.conf
+echo rigged
+"""
+
+
+def _chat_reply(content: str) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-rig", "object": "chat.completion", "created": 0, "model": "rigger",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20},
+    }  # fmt: skip
+
+
+def _rigging_model(script: str) -> web.Application:
+    """An OpenAI-compatible server playing the hostile model: rig in the first turn, then answer 31337."""
+
+    async def chat(request: web.Request) -> web.Response:
+        body = await request.json()
+        last = str(body["messages"][-1].get("content") or "")
+        if last.startswith("Now, I will start a new problem"):  # the episode's first turn
+            return web.json_response(_chat_reply(f"Think: rig it.\n\nAct: bash\n\n```bash\n{script}```"))
+        return web.json_response(_chat_reply("Think: done.\n\nAct: answer(31337)"))
+
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", chat)
+    return app
+
+
+def _run(base_url: str, model: str, out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    cmd = [sys.executable, "-m", "agentbench_async.cli", "run", "--env", "os", "--split", "dev", "--limit", "6",
+           "--model", model, "--base-url", base_url, "--env-option", "os.script_timeout=15", "--no-progress", "--out", str(out), *extra]  # fmt: skip
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+
+
+def _outcomes(out: Path) -> dict[str, tuple[str, float]]:
+    con = duckdb.connect(str(out), read_only=True)
+    try:
+        rows = con.execute("SELECT task_id, status, score FROM episodes").fetchall()
+    finally:
+        con.close()
+    return {task: (status, score) for task, status, score in rows}
+
+
+def test_every_rigging_attack_scores_zero_through_agentbench_run(sandboxed: None, nss_module: str, tmp_path: Path) -> None:
+    """Six built-in tasks (example + integer-match, and checks that are bash scripts), each rigged by all five
+    attacks and answered wrong: all score 0, none env_error. Played honestly (the mock's oracle): all 1."""
+    with app_in_thread(lambda: _rigging_model(_rig_script(nss_module))) as port:
+        proc = _run(f"http://127.0.0.1:{port}/v1", "rigger", tmp_path / "rigged.duckdb")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rigged = _outcomes(tmp_path / "rigged.duckdb")
+    assert len(rigged) == 6, rigged
+    assert all(status == "completed" and score == 0 for status, score in rigged.values()), rigged
+    with mock_process() as base_url:
+        proc = _run(base_url, "mock-oracle", tmp_path / "honest.duckdb", "--task-header")  # the mock's oracle reads it
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    honest = _outcomes(tmp_path / "honest.duckdb")
+    assert set(honest) == set(rigged) and all(score == 1 for _, score in honest.values()), honest
+
+
+# in-process: each attack against the kind of check it targets, with its control (the honest answer passes)
+_PY_CHECK = {"language": "python", "code": "import sys\nsys.exit(0 if sys.argv[1].strip() == '42' else 1)\n"}
+# as upstream's calculator checks: a bash script that runs python3 (with site, so sitecustomize would load)
+_BASH_PY_CHECK = {"language": "bash", "code": 'python3 -c "import sys; sys.exit(0 if sys.argv[1].strip() == \'42\' else 1)" "$1"'}
+# a bash check that looks a user up (NSS) and inspects a file with stat
+_BASH_NSS_CHECK = {"language": "bash", "code": 'id root >/dev/null && [ "$(stat -c %s /etc/hostname)" -gt 0 ] && [ "$1" = 42 ]'}
+
+
+@pytest.mark.parametrize("check", [_PY_CHECK, _BASH_PY_CHECK, _BASH_NSS_CHECK], ids=["python", "bash-python", "bash-nss"])
+async def test_rigged_tools_and_background_processes_do_not_change_a_verdict(sandboxed: None, nss_module: str, check: dict[str, str]) -> None:
+    env = OSEnvironment(options={"script_timeout": 10})
+    async with _Episode(env) as ep:
+        sandbox, keep = ep.session._sandbox, ep.session._shell.pids()
+        assert "rigged" in await ep.sh(_rig_script(nss_module))
+        # the episode's own interpreters are rigged: a python3 of the episode says 31337 whatever it runs
+        assert "31337" in await ep.sh("python3 -c 'print(1)'")
+        ok, details = await grade(sandbox, {"check": [check]}, "31337", 10, keep=keep)
+        assert not ok, details
+        assert details["purge"]["killed"] >= 2, details  # the racer and the freezer (and what they started)
+        assert "reason" not in details, details  # the check ran and said no: not a timeout
+        ok, details = await grade(sandbox, {"check": [check]}, "42", 10, keep=keep)
+        assert ok, details
+
+
+async def test_a_check_that_does_not_finish_is_the_models_failure_not_env_error(sandboxed: None) -> None:
+    env = OSEnvironment(options={})
+    async with _Episode(env) as ep:
+        # the model's state makes the check hang (a FIFO it reads never gets a writer)
+        await ep.sh("mkfifo /root/answer.txt")
+        check = {"language": "bash", "code": 'read -r line < /root/answer.txt; [ "$line" = "$1" ]'}
+        ok, details = await grade(ep.session._sandbox, {"check": [check]}, "42", 1.5, keep=ep.session._shell.pids())
+        assert not ok and "did not finish within 1.5 s" in details["reason"], details
+
+
+async def test_the_tasks_processes_and_the_shell_are_stopped_not_killed_and_counted_by_checks(sandboxed: None) -> None:
+    """A process the task started (and the agent's shell) survive into the checks, stopped: a check that counts
+    processes sees them, as upstream's did; the model's own background processes are gone."""
+    env = OSEnvironment(options={})
+    task_data = {
+        "description": "count", "init": [{"language": "bash", "code": "for i in 1 2 3; do (sleep 900) & done"}],
+        "start": None, "example": None,
+        "check": [{"language": "bash", "code": 'echo "$(pgrep -c -x sleep) $(pgrep -c -f "[m]odel-loop") $(ps -o stat= -p $(pgrep -d, -x sleep) | cut -c1 | tr -d "\\n")"'}],
+    }  # fmt: skip
+    from agentbench_async.envs.base import EpisodeContext, Task
+
+    task = Task(env="os", split="dev", task_id="count", data=task_data)
+    session = await env.open_session(task, EpisodeContext(episode_id="count"))
+    try:
+        await session.begin()
+        await session.step(_bash("setsid bash -c 'exec -a model-loop sleep 900' </dev/null >/dev/null 2>&1 & disown; echo ok"))
+        code, out = await run_script(session._sandbox, {"language": "bash", "code": "pgrep -c -f '[m]odel-loop'"}, [], 10)
+        assert out.split()[0] == "1", out
+        killed, stopped, clean = await session._sandbox.purge(session._shell.pids())
+        assert clean and killed >= 1 and stopped >= 4, (killed, stopped)  # 3 sleeps + the shell stopped
+        code, out = await run_script(session._sandbox, task_data["check"][0], [], 10, check=True)
+        assert out.split() == ["3", "0", "TTT"], out
+    finally:
+        await session.close()
+        await env.close()
+
+
+def _bash(command: str) -> Any:
+    from agentbench_async.types import ModelReply
+
+    return ModelReply(content=f"Act: bash\n```bash\n{command}\n```")
+
+
+def test_rig_script_is_what_the_model_sends() -> None:
+    """The e2e attack really goes through the protocol: the reply parses as one bash action with the whole script."""
+    from agentbench_async.envs.os_interaction.protocol import parse_text
+
+    script = _rig_script("QUJD")
+    action = parse_text(json.loads(json.dumps(_chat_reply(f"Think: x\n\nAct: bash\n\n```bash\n{script}```")))["choices"][0]["message"]["content"])
+    assert action.kind == "bash" and "pyvenv.cfg" in action.command and "pkill -STOP" in action.command  # type: ignore[union-attr]
