@@ -9,6 +9,7 @@ built-in environment.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -116,11 +117,23 @@ def test_a_broken_plugin_named_in_a_run_is_one_line_and_a_clash_leaves_the_built
 
 def test_all_is_the_built_in_environments_and_a_plugin_joins_when_named(venv: _Venv) -> None:
     code = ("import json; from agentbench_async.config import build_config\n"
-            "print(json.dumps([build_config({'out': 'x.duckdb', 'models': ['m'], 'envs': e}).envs for e in ('all', 'all,acme_desk', 'acme_desk')]))")  # fmt: skip
+            "print(json.dumps([build_config({'out': 'x.duckdb', 'models': ['m'], 'judge': 'j', 'envs': e}).envs for e in ('all', 'all,acme_desk', 'acme_desk')]))")  # fmt: skip
     every, with_plugin, alone = json.loads(venv.python_out(code))
     assert NAME not in every and "broken_env" not in every and "os" in every
     assert with_plugin == [*every, NAME]
     assert alone == [NAME]
+
+
+def test_the_plugin_plays_a_task_file_of_the_users_own(venv: _Venv, tmp_path: Path) -> None:
+    own = tmp_path / "mine.json"
+    own.write_text(json.dumps([{"id": "m1", "question": "How many figs are there?", "shelves": {"figs": 2}, "answer": "2"}]))
+    code = ("import json; from agentbench_async.config import build_config; from agentbench_async.envs import make_env\n"
+            f"cfg = build_config({{'out': 'x.duckdb', 'models': ['m'], 'envs': '{NAME}', 'tasks': {{'{NAME}': {str(own)!r}}}}})\n"
+            f"tasks = [(t.task_id, t.source) for t in make_env('{NAME}', options=cfg.env_options['{NAME}']).tasks('test')]\n"
+            "print(json.dumps([tasks, cfg.public_dict()['agentbench_deviations']]))")  # fmt: skip
+    tasks, deviations = json.loads(venv.python_out(code))
+    assert tasks == [["m1", "custom"]]
+    assert [d["setting"] for d in deviations] == [f"{NAME}.tasks"] and hashlib.sha256(own.read_bytes()).hexdigest() in deviations[0]["value"]
 
 
 def test_demo_plays_the_plugins_policies_and_it_is_reported_viewed_and_resumed(venv: _Venv, tmp_path: Path) -> None:
