@@ -76,9 +76,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--history", choices=["full", "agentbench"],
                      help="history sent each turn (default agentbench: AgentBench's 3,500-segment truncation; full is an opt-in)")
     run.add_argument("--judge-model", help="judge model for ltp (same provider options as --model unless --judge-* given)")
-    run.add_argument("--judge-provider", choices=["openai", "anthropic", "azure"])
-    run.add_argument("--judge-base-url")
-    run.add_argument("--judge-api-key-env")
+    run.add_argument("--judge-provider", choices=["openai", "anthropic", "azure"], help="the judge's wire format (default: --provider)")
+    run.add_argument("--judge-base-url", help="the judge's API base URL (default: --base-url)")
+    run.add_argument("--judge-api-key-env", help="the variable holding the judge's API key (default: --api-key-env)")
     # the run's limit flags (--rpm, --tpm, --max-retries, --max-in-flight, --timeout) apply to the judge too;
     # these override them for the judge alone
     run.add_argument("--judge-rpm", type=int, help="requests per minute for the judge (default: --rpm)")
@@ -98,33 +98,33 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--out", type=Path, help="the DuckDB file to write (required here or in the config)")
 
     demo = sub.add_parser("demo", help="evaluate the built-in mock model (oracle and weak) on every environment")
-    demo.add_argument("--out", type=Path, default=Path("runs/demo.duckdb"))
-    demo.add_argument("--split", choices=["dev", "test"], default="dev")
+    demo.add_argument("--out", type=Path, default=Path("runs/demo.duckdb"), help="the DuckDB file to write (running again resumes)")
+    demo.add_argument("--split", choices=["dev", "test"], default="dev", help="task split (default dev)")
     demo.add_argument("--env", help="only these environments (default: all that are available)")
     demo.add_argument("--limit", type=int, help="only the first N tasks of each environment")
-    demo.add_argument("--no-progress", action="store_true")
+    demo.add_argument("--no-progress", action="store_true", help="no live display")
 
     rep = sub.add_parser("report", help="score and failure tables of one or more run files")
-    rep.add_argument("paths", type=Path, nargs="+", metavar="PATH.duckdb")
+    rep.add_argument("paths", type=Path, nargs="+", metavar="PATH.duckdb", help="result files, reported together")
     rep.add_argument("--html", type=Path, help="also write a self-contained HTML report")
     rep.add_argument("--json", action="store_true", help="print JSON instead of tables")
     rep.add_argument("--pool", action="store_true", help="merge the configurations of a model x environment into one row "
                      "(by default each deciding configuration, e.g. --history full vs agentbench, has its own row)")
 
     sql = sub.add_parser("sql", help="run SQL against a run file (read-only)")
-    sql.add_argument("path", type=Path, metavar="PATH.duckdb")
-    sql.add_argument("query")
-    sql.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    sql.add_argument("path", type=Path, metavar="PATH.duckdb", help="the result file (opened read-only)")
+    sql.add_argument("query", help="one SQL statement over its tables and views")
+    sql.add_argument("--format", choices=["table", "csv", "json"], default="table", help="how to print the rows (default table)")
 
     show = sub.add_parser("show", help="one episode's transcript with its events")
-    show.add_argument("path", type=Path, metavar="PATH.duckdb")
-    show.add_argument("episode_id")
+    show.add_argument("path", type=Path, metavar="PATH.duckdb", help="the result file")
+    show.add_argument("episode_id", help="the episode, as <model>/<env>/<split>/<task_id>/<repeat> (report, view and sql show them)")
 
     cmp_ = sub.add_parser("compare", help="compare two runs (or two models) episode by episode")
-    cmp_.add_argument("a", type=Path, metavar="A.duckdb")
-    cmp_.add_argument("b", type=Path, metavar="B.duckdb", nargs="?")
-    cmp_.add_argument("--model-a")
-    cmp_.add_argument("--model-b")
+    cmp_.add_argument("a", type=Path, metavar="A.duckdb", help="side A's result file")
+    cmp_.add_argument("b", type=Path, metavar="B.duckdb", nargs="?", help="side B's result file (default: A's, two models of one file)")
+    cmp_.add_argument("--model-a", help="A's model when its file has several")
+    cmp_.add_argument("--model-b", help="B's model when its file has several")
     cmp_.add_argument("--allow-different-settings", action="store_true",
                       help="pair runs even when their result-deciding settings (history, data, split, judge, ...) differ")
     cmp_.add_argument("--config-a", help="A's configuration when its model has several in the file (its label as the report "
@@ -132,7 +132,7 @@ def _parser() -> argparse.ArgumentParser:
     cmp_.add_argument("--config-b", help="B's configuration (as --config-a)")
 
     view = sub.add_parser("view", help="browse result files in a local web app (scores, failures, transcripts, live, compare, SQL)")
-    view.add_argument("paths", type=Path, nargs="+", metavar="PATH.duckdb")
+    view.add_argument("paths", type=Path, nargs="+", metavar="PATH.duckdb", help="result files, finished or being written")
     view.add_argument("--host", default="127.0.0.1", help="address to listen on (default loopback; anything else shows "
                       "the results to your network)")
     view.add_argument("--port", type=int, default=8760, help="port (default 8760; 0 picks a free one)")
@@ -147,11 +147,11 @@ def _parser() -> argparse.ArgumentParser:
     new_env.add_argument("--out", type=Path, required=True, metavar="DIR", help="where to write the package (new or empty)")
 
     mock = sub.add_parser("serve-mock", help="serve the built-in mock model (OpenAI-compatible) on loopback")
-    mock.add_argument("--host", default="127.0.0.1")
-    mock.add_argument("--port", type=int, default=8765)
+    mock.add_argument("--host", default="127.0.0.1", help="address to listen on (default loopback)")
+    mock.add_argument("--port", type=int, default=8765, help="port (default 8765)")
     mock.add_argument("--policy", default="oracle", help="default policy (a request's model name mock-<policy> overrides)")
-    mock.add_argument("--latency-ms", type=float, default=0.0)
-    mock.add_argument("--latency-jitter-ms", type=float, default=0.0)
+    mock.add_argument("--latency-ms", type=float, default=0.0, help="milliseconds before each answer")
+    mock.add_argument("--latency-jitter-ms", type=float, default=0.0, help="plus a uniform random extra in [0, this] milliseconds")
     mock.add_argument("--fault-rate", type=float, default=0.0, help="share of requests answered with an injected fault")
     mock.add_argument("--faults", default="429,500,503,timeout,reset,malformed", help="fault kinds to draw from")
     mock.add_argument("--rpm-limit", type=int, help="enforce this many requests per minute (429 beyond)")
@@ -163,7 +163,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_data_flags(mock)
     mock.add_argument("--preload", metavar="SPLIT", help="load this split of every environment before serving (official tasks where "
                       "the data flags give them, else built-in), so the first requests of a run do not wait while task sets load")
-    mock.add_argument("--seed", type=int, default=0)
+    mock.add_argument("--seed", type=int, default=0, help="seed of the injected faults' and the latency jitter's random draws")
     mock.add_argument("--overflow-shape", default="", help="answer context overflows like this server: "
                       "openai, llama-cpp-python, vllm-legacy, vllm, sglang, tgi, llama.cpp, openrouter, anthropic (default: the endpoint's own)")
     mock.add_argument("--reasoning", help="act as a reasoning model: openai (parameter rules, reasoning tokens), reasoning_content, "
@@ -174,7 +174,7 @@ def _parser() -> argparse.ArgumentParser:
     data = sub.add_parser("data", help="official AgentBench data")
     data_sub = data.add_subparsers(dest="data_command", required=True, metavar="SUBCOMMAND")
     pull = data_sub.add_parser("pull", help="download the official data files (pinned commit, sha256-checked)")
-    pull.add_argument("--dest", type=Path, default=Path("data/agentbench"))
+    pull.add_argument("--dest", type=Path, default=Path("data/agentbench"), help="folder to download into (becomes --data-dir)")
     pull.add_argument("--base-url", help="mirror serving <commit>/<path> (default: GitHub raw files)")
     pull.add_argument("--ca-bundle", type=Path, help="PEM file of extra CA certificates (e.g. a company proxy's); "
                       "HTTP(S)_PROXY, NO_PROXY and SSL_CERT_FILE are honoured")

@@ -86,7 +86,8 @@ def test_no_env_is_every_environment_and_a_run_without_skips_keeps_its_fingerpri
 
 def test_a_plain_agentbench_data_folder_without_the_pulled_prompt_sources(tmp_path: Path) -> None:
     """AgentBench's own data/ (no upstream-prompts/): the environments that read their wording from the pulled sources run
-    without it, saying which file they missed; the task files that are there still feed db and ltp."""
+    without it, saying which file they missed (their built-in suites run, in the project's wording, named); ltp's
+    task file still feeds it."""
     require(OFFICIAL_DATA.is_dir(), f"the official AgentBench data is not at {OFFICIAL_DATA}")
     plain = tmp_path / "data"
     plain.mkdir()
@@ -97,11 +98,13 @@ def test_a_plain_agentbench_data_folder_without_the_pulled_prompt_sources(tmp_pa
     assert cfg.data_dir_skipped["card_game"].startswith(f"no {plain / 'upstream-prompts' / 'v0.2'}")
     assert cfg.data_dir_skipped["alfworld"].startswith("no ") and "upstream-prompts" in cfg.data_dir_skipped["alfworld"]
     assert "upstream-prompts/v0.2/src/server/tasks/os_interaction/task.py" in cfg.data_dir_skipped["os"]
-    assert {"db", "ltp", "mind2web"}.isdisjoint(cfg.data_dir_skipped)
+    assert "upstream-prompts/v0.2/src/server/tasks/dbbench/__init__.py" in cfg.data_dir_skipped["db"]
+    assert {"ltp", "mind2web"}.isdisjoint(cfg.data_dir_skipped)
     stored = cfg.public_dict()
     settings = {d.setting: d for d in deviations(stored)}
-    assert settings["card_game.prompts"].envs == ("card_game",) and settings["os.prompts"].envs == ("os",)  # own wording, named
-    assert set(settings["data"].envs) == {"os", "kg", "alfworld", "webshop", "mind2web"}  # card_game's games are upstream's own
+    for env in ("card_game", "os", "db"):  # their own wording, named
+        assert settings[f"{env}.prompts"].envs == (env,)
+    assert set(settings["data"].envs) == {"os", "db", "kg", "alfworld", "webshop", "mind2web"}  # card_game's games are upstream's own
     # an environment's own flag feeds it although --data-dir cannot (the games folder given: not skipped for the games)
     games = tmp_path / "alfworld-data"
     games.mkdir()

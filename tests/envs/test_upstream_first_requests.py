@@ -6,6 +6,7 @@ files the project's own wording runs and is named as a deviation."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ import yaml
 from upstream_render import RecordingSession, first_request, load_upstream
 
 from agentbench_async.envs import make_env
+from agentbench_async.envs.db.protocol import first_messages as db_first_messages
 from agentbench_async.envs.os_interaction.protocol import first_messages as os_first_messages
 from agentbench_async.envs.upstream_prompts import FC, V02, upstream_path
 from agentbench_async.errors import TaskFileError
@@ -67,3 +69,42 @@ def test_os_without_the_files_runs_its_own_wording_as_a_named_deviation(official
     assert env.missing_data(official_data_dir, {}, "dev", "text") is None
     with pytest.raises(TaskFileError, match=r"os_interaction/task.py not found .*agentbench data pull"):
         make_env("os", data_dir=tmp_path).prompts("text")
+
+
+# --------------------------------------------------------------------------------------------------- db
+class _NoDatabase:
+    def execute(self, *args: object, **kwargs: object) -> str:
+        return ""
+
+
+def _db_upstream_text(data_dir: Path, record: dict) -> list[dict]:
+    module = load_upstream(upstream_path(data_dir, V02, "src/server/tasks/dbbench/__init__.py"), "db_v02")
+    task = object.__new__(module.DBBench)
+    task.dataset, task.container, task.max_round = [(dict(record), None)], _NoDatabase(), 15
+    return first_request(task.start_sample, 0, RecordingSession())
+
+
+def test_db_first_request_is_upstreams_rendering_of_every_dev_task(official_data_dir: Path) -> None:
+    env = make_env("db", data_dir=official_data_dir)
+    tasks = list(env.tasks("dev"))
+    assert tasks
+    raw = [json.loads(line) for line in (official_data_dir / "dbbench" / "dev.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()]
+    assert len(raw) == len(tasks)
+    for task, record in zip(tasks, raw):
+        assert task.data["description"] == record["description"]
+        assert db_first_messages(task.data, "text", env.prompts("text")) == _db_upstream_text(official_data_dir, record), task.task_id
+    assert env.prompts("tools").tools == _fc_tools(official_data_dir, "dbbench")
+
+
+def test_db_without_the_files_runs_its_own_wording_as_a_named_deviation(official_data_dir: Path, tmp_path: Path) -> None:
+    env = make_env("db")
+    record = {"description": "How many?", "add_description": "Table t.", "table": {"table_name": "t", "table_info": {"columns": [{"name": "a"}], "rows": [["1"]]}}}
+    assert db_first_messages(record, "text", env.prompts("text")) != _db_upstream_text(official_data_dir, record)
+    assert [d.setting for d in env.deviations(None, {}, "text")] == ["db.prompts"]
+    assert env.deviations(str(official_data_dir), {}, "text") == []
+    # FC's system text is in its dbbench/task.py, which data pull does not fetch: still the project's, named
+    assert [d.setting for d in env.deviations(str(official_data_dir), {}, "tools")] == ["db.tools_prompt"]
+    (tmp_path / "dbbench").mkdir()
+    (tmp_path / "dbbench" / "dev.jsonl").symlink_to(official_data_dir / "dbbench" / "dev.jsonl")  # AgentBench's data/ alone
+    assert "upstream-prompts/v0.2/src/server/tasks/dbbench/__init__.py" in env.missing_data(tmp_path, {}, "dev", "text")
+    assert env.missing_data(official_data_dir, {}, "dev", "text") is None

@@ -29,9 +29,10 @@ from typing import Any, ClassVar
 
 import pymysql
 
-from ...environment import EnvUnavailableError, Environment, EpisodeContext, Option, Session, Task, missing_file
+from ...environment import Deviation, EnvUnavailableError, Environment, EpisodeContext, Option, Session, Task, missing_file
+from ..upstream_prompts import FC, V02, upstream_path, wording_deviations
 from .backend import Backend
-from .protocol import MAX_OPERATIONS
+from .protocol import MAX_OPERATIONS, UPSTREAM_TASK, Prompts, load_prompts
 from .server import DEFAULT_TMP_MB, PrivateMariaDB, parse_db_url, probe_flavour
 from .session import DBSession
 from .tasks import load_tasks, official_path, own_file_tasks
@@ -63,11 +64,24 @@ class DBEnvironment(Environment):
 
     @classmethod
     def missing_data(cls, data_dir: Path, options: Mapping[str, Any], split: str, action_mode: str) -> str | None:
-        return missing_file([official_path(data_dir, split, str(options.get("official_variant") or "v0.2"))])
+        wording = upstream_path(data_dir, FC, "configs/tasks/dbbench.yaml") if action_mode == "tools" else upstream_path(data_dir, V02, UPSTREAM_TASK)
+        return missing_file([official_path(data_dir, split, str(options.get("official_variant") or "v0.2")), wording])
+
+    @classmethod
+    def deviations(cls, data_dir: object, options: dict[str, Any], action_mode: str) -> list[Deviation]:
+        return wording_deviations("db", data_dir, action_mode, upstream="upstream's instruction and acknowledgement",
+                                  text="the project's own instruction", tools="the project's own execute_sql/commit_final_answer descriptions")  # fmt: skip
+
+    def prompts(self, action_mode: str) -> Prompts:
+        """The run's wording in ``action_mode`` (AgentBench's from ``--data-dir``, else the project's), read once."""
+        if action_mode not in self._prompts:
+            self._prompts[action_mode] = load_prompts(self.data_dir, action_mode)
+        return self._prompts[action_mode]
 
     def __init__(self, *, data_dir: Path | None = None, options: dict[str, Any] | None = None) -> None:
         super().__init__(data_dir=data_dir, options=options)
         self._backend: Backend | None = None
+        self._prompts: dict[str, Prompts] = {}
         self._server: PrivateMariaDB | None = None
         self._start_lock = asyncio.Lock()
 
@@ -121,10 +135,11 @@ class DBEnvironment(Environment):
             self._server = None
 
     async def open_session(self, task: Task, ctx: EpisodeContext) -> Session:
+        prompts = self.prompts(ctx.action_mode)
         if self._backend is None:
             await self.start()
         assert self._backend is not None
-        return DBSession(self._backend, task, ctx)
+        return DBSession(self._backend, task, ctx, prompts)
 
 
 __all__ = ["DBEnvironment"]

@@ -3,7 +3,11 @@
 Text mode: a reply whose first ``Action: <word>\\n`` line says ``Operation`` must carry a fenced
 ```` ```sql ```` block (only the first is executed); otherwise the episode ends and the answer is the rest
 of the first line starting with ``\\nFinal Answer:``. Tools mode (AgentBench FC): ``execute_sql`` and
-``commit_final_answer`` function calls. The prompt wording is the project's own.
+``commit_final_answer`` function calls. With ``--data-dir`` text mode's instruction and acknowledgement are
+v0.2's own, read from ``upstream-prompts/v0.2/src/server/tasks/dbbench/__init__.py`` (``big_prompt``, the
+``"Ok."`` ``DBBench.start_sample`` injects), and tools mode's definitions FC's (``configs/tasks/dbbench.yaml``);
+without it the project's own wording runs (named deviations ``db.prompts``/``db.tools``). Tools mode's instruction
+is always the project's: FC's is in its ``dbbench/task.py``, which ``data pull`` does not fetch (``db.tools_prompt``).
 """
 
 from __future__ import annotations
@@ -11,9 +15,11 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ...environment import Message
+from ..upstream_prompts import V02, fc_tools, upstream_source
 
 MAX_OPERATIONS = 15  # configs/tasks/dbbench.yaml max_round
 
@@ -83,12 +89,46 @@ TOOLS: list[dict[str, Any]] = [
 ]
 
 
-def first_messages(record: dict[str, Any], action_mode: str) -> list[Message]:
-    instruction = TOOLS_INSTRUCTION if action_mode == "tools" else TEXT_INSTRUCTION
+UPSTREAM_TASK = "src/server/tasks/dbbench/__init__.py"  # v0.2's DBBench: big_prompt, start_sample
+TOOL_NAMES = ("execute_sql", "commit_final_answer")
+
+
+@dataclass(frozen=True)
+class Prompts:
+    """The wording of a run in one action mode: the instruction, the acknowledgement after it, the tool definitions."""
+
+    instruction: str
+    acknowledgement: str
+    tools: list[dict[str, Any]]
+    upstream: bool = False  # read from AgentBench's files (--data-dir)
+
+
+OWN_TEXT = Prompts(TEXT_INSTRUCTION, "Ok.", TOOLS)
+OWN_TOOLS = Prompts(TOOLS_INSTRUCTION, "Ok.", TOOLS)
+
+
+def load_prompts(data_dir: Path | None, action_mode: str = "text") -> Prompts:
+    """AgentBench's wording from the pulled files under ``data_dir`` (v0.2's text, FC's tool definitions), else
+    the project's own. A missing or changed file is a one-line TaskFileError naming it."""
+    if data_dir is None:
+        return OWN_TOOLS if action_mode == "tools" else OWN_TEXT
+    if action_mode == "tools":
+        return Prompts(TOOLS_INSTRUCTION, "Ok.", fc_tools(data_dir, "dbbench", TOOL_NAMES, env="db"), True)
+    source = upstream_source(data_dir, V02, UPSTREAM_TASK, env="db")
+    instruction = source.literal("big_prompt")
+    replies = [m.get("content") for m in source.call_arguments("DBBench.start_sample", "inject") if isinstance(m, dict) and m.get("role") == "agent"]
+    if not isinstance(instruction, str) or not replies or not isinstance(replies[0], str):
+        raise source.error("big_prompt must be a string and DBBench.start_sample inject the agent's acknowledgement")
+    return Prompts(instruction, replies[0], TOOLS, True)
+
+
+def first_messages(record: dict[str, Any], action_mode: str, prompts: Prompts | None = None) -> list[Message]:
+    """The opening of v0.2's ``start_sample``: instruction, acknowledgement, ``description + "\\n" + add_description``."""
+    prompts = prompts or load_prompts(None, action_mode)
     question = record["description"] + "\n" + str(record.get("add_description", ""))
     return [
-        {"role": "user", "content": instruction},
-        {"role": "assistant", "content": "Ok."},
+        {"role": "user", "content": prompts.instruction},
+        {"role": "assistant", "content": prompts.acknowledgement},
         {"role": "user", "content": question},
     ]
 

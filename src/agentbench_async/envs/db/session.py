@@ -10,10 +10,11 @@ from .backend import Backend, EpisodeDatabase
 from .grading import answer_items, answers_match, is_modify, metric_category
 from .protocol import (
     MAX_OPERATIONS,
-    TOOLS,
+    Prompts,
     ToolArgumentError,
     answers_argument,
     first_messages,
+    load_prompts,
     parse_text,
     sql_argument,
     tool_arguments,
@@ -25,8 +26,9 @@ _ANSWER_DETAIL_LIMIT = 500
 
 
 class DBSession(Session):
-    def __init__(self, backend: Backend, task: Task, ctx: EpisodeContext) -> None:
+    def __init__(self, backend: Backend, task: Task, ctx: EpisodeContext, prompts: Prompts | None = None) -> None:
         self._backend = backend
+        self._prompts = prompts or load_prompts(None, ctx.action_mode)  # None: the project's own wording
         self._task = task
         self._record: dict[str, Any] = task.data
         self._type: str = self._record["type"][0]
@@ -43,10 +45,10 @@ class DBSession(Session):
         info = table["table_info"]
         self._db = EpisodeDatabase(self._backend, table["table_name"], [c["name"] for c in info["columns"]], info["rows"])
         await self._db.create()
-        return first_messages(self._record, self._ctx.action_mode)
+        return first_messages(self._record, self._ctx.action_mode, self._prompts)
 
     def tools(self) -> list[dict[str, Any]] | None:
-        return TOOLS if self._tools_mode else None
+        return self._prompts.tools if self._tools_mode else None
 
     async def step(self, reply: ModelReply) -> Step:
         self._replies += 1
