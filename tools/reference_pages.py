@@ -35,9 +35,11 @@ GENERATED = "*Generated from the code when the site is built (`tools/reference_p
 
 
 def _cell(text: object) -> str:
-    """``text`` fit for one Markdown table cell: one line, ``|`` escaped outside code spans (a table keeps those whole)."""
+    """``text`` fit for one Markdown table cell: one line; outside code spans (a table keeps those whole) ``|`` escaped
+    and ``<``/``>`` as entities (help texts write ``<commit>``, which HTML would take for a tag)."""
     parts = " ".join(str(text).split()).split("`")
-    return "`".join(part if i % 2 else part.replace("|", "\\|") for i, part in enumerate(parts))
+    plain = lambda s: s.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")  # noqa: E731
+    return "`".join(part if i % 2 else plain(part) for i, part in enumerate(parts))
 
 
 def _code(text: object) -> str:

@@ -90,8 +90,13 @@ def test_cli_page_lists_every_subcommand_and_every_flag(pages: dict[str, str]) -
             for action in child_parser._actions:
                 if action.option_strings and not isinstance(action, argparse._HelpAction):
                     assert f"| `{', '.join(action.option_strings)}` |" in nested, (name, child, action.option_strings)
+    for title, section in commands.items():
+        for name, row in _rows(section).items():
+            assert name == "argument" or row[3], f"{title} {name}: no help text"
     run = _rows(commands["agentbench run"])
     assert run["--max-concurrency"][3] == "episodes in flight in total (default 256)"
+    pull = _rows(_sections(commands["agentbench data"], "###")["agentbench data pull"])
+    assert pull["--base-url"][3] == "mirror serving &lt;commit&gt;/&lt;path&gt; (default: GitHub raw files)"  # not an HTML tag
 
 
 def test_schema_page_lists_every_table_column_and_view_of_a_new_result_file(pages: dict[str, str], tmp_path: Path) -> None:
@@ -112,7 +117,7 @@ def test_schema_page_lists_every_table_column_and_view_of_a_new_result_file(page
     for name, section in {**documented_tables, **documented_views}.items():
         assert [c for c in _rows(section) if c != "column"] == columns[name], name  # every column, in order
     episodes = _rows(documented_tables["episodes"])
-    assert "'<model>/<env>/<split>/<task_id>/<repeat>'" in episodes["episode_id"][2]  # the schema's own comment
+    assert "'&lt;model&gt;/&lt;env&gt;/&lt;split&gt;/&lt;task_id&gt;/&lt;repeat&gt;'" in episodes["episode_id"][2]  # the schema's comment
     assert all(row[2] for name, row in _rows(documented_tables["model_calls"]).items() if name not in ("column", "run_id", "episode_id",
                "turn", "latency_ms", "output_tokens", "error", "model", "finish_reason", "started_at"))  # fmt: skip
     assert "From `analytics/20_scores.sql`." in documented_views["env_scores"]
