@@ -30,6 +30,9 @@ from agentbench_async.scaffold import new_env
 NAME = "acme_desk"  # the scaffolded plugin
 _BROKEN = {"name": "agentbench-broken-env", "module": "agentbench_broken_env", "entry": 'broken_env = "agentbench_broken_env:BrokenEnvironment"',
            "code": "import a_module_nobody_installed  # noqa: F401\n"}  # fmt: skip
+_TWINS = [{"name": f"agentbench-twin-{x}", "module": f"agentbench_twin_{x}", "entry": f'twin = "agentbench_twin_{x}:Twin"',
+           "code": "from agentbench_async.environment import Environment\n\n\nclass Twin(Environment):\n    name = 'twin'\n"}
+          for x in ("a", "b")]  # two packages declaring one name  # fmt: skip
 _CLASH = {"name": "agentbench-clash-env", "module": "agentbench_clash_env", "entry": 'os = "agentbench_clash_env:ClashEnvironment"',
           "code": "from agentbench_async.environment import Environment\n\n\nclass ClashEnvironment(Environment):\n    name = 'os'\n"}  # fmt: skip
 
@@ -74,7 +77,8 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> _Venv:
     made = _Venv(root, python)
     scaffold = made.cli("new-env", NAME, "--out", str(root / "acme"))
     assert scaffold.returncode == 0, scaffold.stderr
-    packages = [str(root / "acme"), str(_package(root / "broken", _BROKEN)), str(_package(root / "clash", _CLASH))]
+    packages = [str(root / "acme"), str(_package(root / "broken", _BROKEN)), str(_package(root / "clash", _CLASH)),
+                *(str(_package(root / spec["module"], spec)) for spec in _TWINS)]  # fmt: skip
     pip = subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--no-build-isolation", *packages],
                          capture_output=True, text=True, timeout=300)  # fmt: skip
     assert pip.returncode == 0, pip.stderr
@@ -101,7 +105,10 @@ def test_envs_lists_the_plugin_and_gives_one_line_each_for_a_broken_one_and_a_cl
         "ModuleNotFoundError: No module named 'a_module_nobody_installed'",
         "warning: environment plugin 'os' from agentbench-clash-env 0.1.0 is refused: a built-in environment is named 'os'; rename the entry "
         "point in agentbench-clash-env 0.1.0's pyproject.toml",
+        "warning: environment plugin 'twin' from agentbench-twin-a 0.1.0 is refused: agentbench-twin-b 0.1.0 declares 'twin' too; uninstall "
+        "one of them or rename its entry point",
     ]
+    assert "twin:" not in out
 
 
 def test_a_broken_plugin_named_in_a_run_is_one_line_and_a_clash_leaves_the_built_in(venv: _Venv, tmp_path: Path) -> None:
