@@ -156,7 +156,7 @@ def cli_page() -> str:
     for name, sub in commands.items():
         nested = _subparsers(sub)
         parts.append(f"## `agentbench {name}`\n")
-        parts.append(f"{helps.get(name) or ''}\n")
+        parts.append(f"{_cell(helps.get(name) or '')}\n")
         parts.append("```text\n" + sub.format_usage().removeprefix("usage: ").strip() + "\n```\n")
         rows = _argument_rows(sub)
         if rows:
@@ -164,7 +164,7 @@ def cli_page() -> str:
         nested_helps = {c.dest: c.help for a in sub._actions if isinstance(a, argparse._SubParsersAction) for c in a._choices_actions}
         for child, child_parser in nested.items():
             parts.append(f"### `agentbench {name} {child}`\n")
-            parts.append(f"{nested_helps.get(child) or ''}\n")
+            parts.append(f"{_cell(nested_helps.get(child) or '')}\n")
             parts.append("```text\n" + child_parser.format_usage().removeprefix("usage: ").strip() + "\n```\n")
             parts.append(_table(["argument", "value", "default", "meaning"], _argument_rows(child_parser)))
     return "\n".join(parts)
@@ -246,7 +246,7 @@ def schema_page() -> str:
         source, comment = sql_views.get(name, ("", ""))
         parts.append(f"### `{name}`\n")
         if source:
-            parts.append(f"From `analytics/{source}`. {comment}\n")
+            parts.append(f"From `analytics/{source}`. {_cell(comment)}\n")
         parts.append(_table(["column", "type"], [[_code(c), _code(t)] for c, t in columns]))
     return "\n".join(parts)
 
