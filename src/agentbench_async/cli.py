@@ -283,9 +283,12 @@ def _execute(cfg: RunConfig, *, progress: bool | None, command: str, skip_unavai
 
     evaluation = Evaluation(cfg, console=_err, progress=progress, command=command, skip_unavailable_envs=skip_unavailable)
     summary = eventloop.run(evaluation.run())
-    statuses = ", ".join(f"{k} {v:,}" for k, v in sorted(summary.statuses.items())) or "nothing to do"
+    cancelled = summary.statuses.get("cancelled", 0)  # never "finished": a resume plays them
+    statuses = ", ".join(f"{k} {v:,}" for k, v in sorted(summary.statuses.items()) if k != "cancelled") or "nothing to do"
+    stopped = f"; {counted(cancelled, 'episode')} cancelled (a resume plays them)" if cancelled else ""
     _err.print(
-        f"run {summary.run_id}: {counted(summary.episodes, 'episode')} finished ({statuses}); {summary.skipped:,} already done; "
+        f"run {summary.run_id}: {counted(summary.episodes - cancelled, 'episode')} finished ({statuses}){stopped}; "
+        f"{summary.skipped:,} already done; "
         f"{counted(summary.calls, 'model call')}, {counted(summary.retries, 'retry', 'retries')}, {summary.seconds:.1f} s -> {summary.out}",
         markup=False, highlight=False,
     )

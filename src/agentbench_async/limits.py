@@ -195,6 +195,7 @@ class ModelLimits:
         window_s: float = 60.0,
     ) -> None:
         self.max_in_flight = max_in_flight
+        self.ended = 0  # requests that ended (answered, refused or failed; not abandoned at Ctrl-C): the live calls/s
         self._aimd = _Aimd() if max_in_flight == AUTO else None
         self._in_flight = _Gate(int(self._aimd.size) if self._aimd else int(max_in_flight))
         # The server counts arrivals, we count departures: network jitter can bring two requests closer
@@ -328,8 +329,11 @@ class _Slot:
             raise
         return self
 
-    async def __aexit__(self, *exc: object) -> None:
-        self._limits._in_flight.release()
+    async def __aexit__(self, kind: object, *exc: object) -> None:
+        lim = self._limits
+        lim._in_flight.release()
+        if kind is not asyncio.CancelledError:
+            lim.ended += 1
 
     def report_usage(self, tokens: int) -> None:
         window = self._limits._tokens

@@ -1,10 +1,12 @@
-"""Live progress: episodes done/total per model x environment, in flight, calls/s, retries, errors,
-tokens and ETA (a rich Live display on a terminal; nothing when output is not a TTY)."""
+"""Live progress: episodes done/total per model x environment, in flight with each one's turns so far, calls/s
+(calls that ended, per second), retries, errors, tokens and ETA (a rich Live display on a terminal; nothing when
+output is not a TTY). After Ctrl-C there is no ETA, and cancelled episodes are counted as cancelled, never done."""
 
 from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,9 +18,22 @@ from rich.table import Table
 @dataclass
 class _Row:
     total: int = 0
-    done: int = 0
+    done: int = 0  # ended episodes, cancelled ones left out
     in_flight: int = 0
+    cancelled: int = 0
     statuses: Counter[str] = field(default_factory=Counter)
+    turns: dict[str, int] = field(default_factory=dict)  # episode in flight -> its turns so far
+
+
+TURNS_SHOWN = 8  # episodes in flight whose turn counts a row of the display lists
+
+
+def _ended(client: Any) -> int:
+    """Calls of ``client`` that ended (its limits count them; a batch client's calls end when their batch does)."""
+    limits = getattr(client, "limits", None)
+    if "batches_submitted" in client.stats or not isinstance(getattr(limits, "ended", None), int):
+        return int(client.stats.get("calls", 0))
+    return int(limits.ended)
 
 
 class Progress:
@@ -29,6 +44,7 @@ class Progress:
         self.clients: list[Any] = []  # ModelClient objects (their .stats are read)
         self._start = time.monotonic()
         self._live: Live | None = None
+        self.stopped = False  # Ctrl-C: nothing more is admitted, there is no ETA
 
     def add_stream(self, model: str, env: str, total: int) -> None:
         self.rows.setdefault((model, env), _Row()).total += total
@@ -36,11 +52,35 @@ class Progress:
     def started(self, model: str, env: str) -> None:
         self.rows[(model, env)].in_flight += 1
 
-    def finished(self, model: str, env: str, status: str) -> None:
+    def turn(self, model: str, env: str, episode_id: str, turns: int) -> None:
+        """Episode ``episode_id`` in flight has played ``turns`` turns."""
+        row = self.rows.get((model, env))
+        if row is not None:
+            row.turns[episode_id] = max(turns, row.turns.get(episode_id, 0))
+
+    def finished(self, model: str, env: str, status: str, episode_id: str | None = None) -> None:
         row = self.rows[(model, env)]
         row.in_flight -= 1
-        row.done += 1
+        if status == "cancelled":
+            row.cancelled += 1
+        else:
+            row.done += 1
         row.statuses[status] += 1
+        row.turns.pop(episode_id or "", None)
+
+    def counting(self, model: str, env: str, episode_id: str, sink: Callable[[list[Any]], None]) -> Callable[[list[Any]], None]:
+        """``sink`` (where a running episode hands each turn's rows) that also counts the episode's turns here."""
+
+        def counted(rows: list[Any]) -> None:
+            if rows:
+                self.turn(model, env, episode_id, max(getattr(r, "turn", 0) for r in rows))
+            sink(rows)
+
+        return counted
+
+    def stop(self) -> None:
+        """Ctrl-C: the run admits nothing more (no ETA from now on)."""
+        self.stopped = True
 
     def __enter__(self) -> Progress:
         if self.enabled:
@@ -62,30 +102,47 @@ class Progress:
         done = sum(r.done for r in self.rows.values())
         total = sum(r.total for r in self.rows.values())
         rate = done / elapsed
-        streams = [{"model": model, "env": env, "total": row.total, "done": row.done, "in_flight": row.in_flight, "statuses": dict(row.statuses)}
+        ended = sum(_ended(c) for c in self.clients)
+        streams = [{"model": model, "env": env, "total": row.total, "done": row.done, "in_flight": row.in_flight, "statuses": dict(row.statuses),
+                    "cancelled": row.cancelled, "turns": sorted(row.turns.values(), reverse=True)}
                    for (model, env), row in sorted(self.rows.items())]  # fmt: skip
-        return {**stat, "elapsed_s": elapsed, "calls_per_s": stat["calls"] / elapsed, "episodes_per_s": rate,
-                "eta_s": (total - done) / rate if rate > 0 else None, "streams": streams}  # fmt: skip
+        # calls/s counts calls that ended: the ones started but not answered yet are no throughput
+        return {**stat, "elapsed_s": elapsed, "calls_ended": ended, "calls_per_s": ended / elapsed, "episodes_per_s": rate,
+                "eta_s": (total - done) / rate if rate > 0 and not self.stopped else None, "stopped": self.stopped,
+                "streams": streams}  # fmt: skip
 
     def _render(self) -> Table:
         snap = self.snapshot()
         eta = snap["eta_s"] if snap["eta_s"] is not None else float("nan")
         done = sum(s["done"] for s in snap["streams"])
         total = sum(s["total"] for s in snap["streams"])
+        cancelled = sum(s["cancelled"] for s in snap["streams"])
+        when = "stopped (Ctrl-C): cancelling the episodes in flight" if snap["stopped"] else f"ETA {_fmt_eta(eta)}"
         title = (
-            f"{done}/{total} episodes · {snap['calls_per_s']:.1f} calls/s · retries {snap['retries']} · errors {snap['errors']} · "
-            f"tokens {snap['input_tokens']:,} in / {snap['output_tokens']:,} out · ETA {_fmt_eta(eta)}"
+            f"{done}/{total} episodes{f' ({cancelled} cancelled)' if cancelled else ''} · {snap['calls_per_s']:.1f} calls/s "
+            f"· retries {snap['retries']} · errors {snap['errors']} · tokens {snap['input_tokens']:,} in / "
+            f"{snap['output_tokens']:,} out · {when}"
         )
         if any("batches_submitted" in c.stats for c in self.clients):  # batch mode (models/batches.py)
             title += (f" · batches {snap['batches_submitted']} submitted / {snap['batches_in_progress']} in progress / "
                       f"{snap['batches_done']} done")  # fmt: skip
         table = Table(title=title, title_justify="left")
-        for col in ("model", "env", "done/total", "in flight", "statuses"):
+        for col in ("model", "env", "done/total", "in flight (turns so far)", "statuses"):
             table.add_column(col)
         for (model, env), row in sorted(self.rows.items()):
             statuses = ", ".join(f"{k} {v}" for k, v in row.statuses.most_common())
-            table.add_row(model, env, f"{row.done}/{row.total}", str(row.in_flight), statuses)
+            table.add_row(model, env, f"{row.done}/{row.total}", _in_flight(row), statuses)
         return table
+
+
+def _in_flight(row: _Row) -> str:
+    """``3 (turns 7, 2, 0)``: the episodes in flight and how far each has got (the most advanced first)."""
+    if not row.in_flight:
+        return "0"
+    turns = sorted(row.turns.values(), reverse=True)
+    turns += [0] * max(0, row.in_flight - len(turns))  # started, no turn finished yet
+    more = f" +{len(turns) - TURNS_SHOWN}" if len(turns) > TURNS_SHOWN else ""
+    return f"{row.in_flight} (turns {', '.join(map(str, turns[:TURNS_SHOWN]))}{more})"
 
 
 def _fmt_eta(seconds: float) -> str:

@@ -62,6 +62,7 @@ class RunSummary:
     # model -> (calls whose Retry-After exceeded retry_after_max_s, the longest asked, the cap)
     retry_after_over_cap: dict[str, tuple[int, float, float]] = field(default_factory=dict)
     adapted: dict[str, list[str]] = field(default_factory=dict)  # model -> request fields adapted to its server
+    planned: dict[str, dict[str, int]] = field(default_factory=dict)  # model -> env -> episodes the run was to hold
 
     def model_error_lines(self) -> list[str]:
         """One line per model with model_error episodes, naming its most common error."""
@@ -151,6 +152,7 @@ class Evaluation:
         """Stop admitting episodes and cancel those in flight (SIGINT)."""
         if not self._stopping.is_set():
             self._stopping.set()
+            self.progress.stop()
             for task in list(self._tasks):
                 task.cancel()
 
@@ -193,7 +195,7 @@ class Evaluation:
                 if writer.live_error:
                     self.console.print(f"[yellow]warning: {writer.live_error}[/yellow]", highlight=False)
                 if self._registered and writer.failure is None:
-                    store.finish_run(summary.run_id, interrupted=summary.interrupted, adapted=summary.adapted)
+                    store.finish_run(summary.run_id, interrupted=summary.interrupted, adapted=summary.adapted, planned=summary.planned)
         finally:
             await asyncio.gather(*(self._close_when_started(env) for env in envs.values()))  # those still open
             try:
@@ -349,6 +351,7 @@ class Evaluation:
         for model in self.config.models:
             total, skipped = counts[(model.name, env.name)]
             summary.skipped += skipped
+            summary.planned.setdefault(model.name, {})[env.name] = total
             self.progress.add_stream(model.name, env.name, total - skipped)
             feeders.append(self._feed(model, env, clients[model.name], judge, done, global_sem, env_sem, writer, summary, tasks))
         try:
@@ -437,7 +440,8 @@ class Evaluation:
         self.progress.started(spec.model, env.name)
         try:
             try:
-                record = await run_episode(env, spec, agent, judge, live=writer.live_sink(spec.episode_id, spec.model, env.name))
+                live = self.progress.counting(spec.model, env.name, spec.episode_id, writer.live_sink(spec.episode_id, spec.model, env.name))
+                record = await run_episode(env, spec, agent, judge, live=live)
             except EpisodeCancelled as cancelled:
                 record = cancelled.record
             self._finish(record, writer, summary)
@@ -487,7 +491,7 @@ class Evaluation:
                 if call.retry_after_s > cap:
                     n, asked, _ = summary.retry_after_over_cap.get(call.model, (0, 0.0, cap))
                     summary.retry_after_over_cap[call.model] = (n + 1, max(asked, call.retry_after_s), cap)
-        self.progress.finished(record.model, record.env, record.status)
+        self.progress.finished(record.model, record.env, record.status, record.episode_id)
         if record.details.get("fatal") and record.model not in self._disabled_models:
             self._disabled_models.add(record.model)
             summary.fatal_errors.append(record.error or "fatal model error")

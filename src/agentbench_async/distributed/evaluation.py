@@ -80,7 +80,7 @@ class RayEvaluation(Evaluation):
     def _live(self, writer: EpisodeWriter, live: LiveBatch) -> None:
         for episode_id, model, env, rows in live:
             if episode_id not in self._finished:
-                writer.live_sink(episode_id, model, env)(rows)
+                self.progress.counting(model, env, episode_id, writer.live_sink(episode_id, model, env))(rows)
 
     async def _one(self, env: Environment, spec: EpisodeSpec, agent: AgentFn, judge: AgentFn | None, writer: EpisodeWriter,
                    summary: RunSummary, global_sem: asyncio.Semaphore, env_sem: asyncio.Semaphore) -> None:  # fmt: skip

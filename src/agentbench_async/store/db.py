@@ -111,17 +111,21 @@ class Store:
             raise write_failure(self.path, exc, "registering the run") from None
         return run_id
 
-    def finish_run(self, run_id: str, *, interrupted: bool, adapted: Mapping[str, list[str]] | None = None) -> None:
+    def finish_run(self, run_id: str, *, interrupted: bool, adapted: Mapping[str, list[str]] | None = None,
+                   planned: Mapping[str, Mapping[str, int]] | None = None) -> None:
         """The run's end; ``adapted``: per model, what its requests were adapted to (stored as ``adapted`` in the model's
-        entry of ``runs.config``)."""
+        entry of ``runs.config``); ``planned``: model -> env -> the episodes the run was to hold, done before included
+        (``runs.config.planned``: what an interrupted run's totals are out of)."""
         try:
             self.con.execute("UPDATE runs SET finished_at = ?, interrupted = ? WHERE run_id = ?", [utcnow(), interrupted, run_id])
-            if adapted:
+            if adapted or planned:
                 row = self.con.execute("SELECT config FROM runs WHERE run_id = ?", [run_id]).fetchone()
                 config = json.loads(row[0]) if row else {}
                 for model in [*(config.get("models") or []), config.get("judge") or {}]:
-                    if model.get("name") in adapted:
-                        model["adapted"] = adapted[model["name"]]
+                    if model.get("name") in (adapted or {}):
+                        model["adapted"] = adapted[model["name"]]  # type: ignore[index]
+                if planned:
+                    config["planned"] = {m: dict(envs) for m, envs in planned.items()}
                 self.con.execute("UPDATE runs SET config = ? WHERE run_id = ?", [json.dumps(config), run_id])
         except WRITE_FAILURES as exc:
             raise write_failure(self.path, exc, "recording the end of the run") from None

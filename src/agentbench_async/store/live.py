@@ -97,9 +97,11 @@ class StreamStatus:
     model: str
     env: str
     total: int
-    done: int
+    done: int  # episodes that ended (cancelled ones are not: they are left to a resume)
     in_flight: int
     statuses: dict[str, int] = field(default_factory=dict)
+    cancelled: int = 0
+    turns: list[int] = field(default_factory=list)  # the turns so far of each episode in flight, most first
 
 
 @dataclass
@@ -119,7 +121,8 @@ class LiveStatus:
     output_tokens: int = 0
     calls_per_s: float = 0.0
     episodes_per_s: float = 0.0
-    eta_s: float | None = None
+    eta_s: float | None = None  # None after Ctrl-C (stopped): no episode is admitted any more
+    stopped: bool = False
 
     @property
     def age_s(self) -> float:

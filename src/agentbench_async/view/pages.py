@@ -322,8 +322,8 @@ def live(data: Sequence[q.FileLive], files: Sequence[str], now: str) -> Markup:
     for f in data:
         fig = f.figures
         stored = sum(s.done for s in f.streams)
-        done = stored if f.running else stored - fig["rerun"]  # what a resume re-runs is not done
-        total = sum(s.total or 0 for s in f.streams) if f.running else stored
+        done = stored  # a stopped file's streams count what a resume keeps, out of what its runs planned
+        total = sum(s.total or 0 for s in f.streams)
         if f.running:
             state = f"running (run {fig['run_id']}, {duration(fig['elapsed_s'])} so far, writer seen {fig['age_s']:.0f} s ago)"
         elif fig["stopped"]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import threading
 from contextlib import nullcontext
 from collections.abc import Callable, Mapping, Sequence
@@ -27,6 +28,7 @@ from ..analytics.loading import ReportError, Results, load
 from ..analytics.commands import settings_difference
 from ..analytics.run_settings import deviation_groups, deviation_table, episode_differences, score_settings
 from ..analytics.transcript import EPISODE_ROWS, find_episode
+from .. import statuses as st
 from ..errors import AgentBenchError
 from ..store.live import live_dir
 from .source import Source
@@ -335,7 +337,7 @@ class Stream:
     model: str
     env: str
     done: int
-    total: int | None  # None when the file is not being written (then everything there is, is done)
+    total: int | None  # the episodes planned (a stopped file: its runs' recorded plan, else what it stores)
     in_flight: int
     statuses: dict[str, int]
 
@@ -376,7 +378,7 @@ def live(res: Results, source: Source) -> list[FileLive]:
                 "age_s": status.age_s, "run_id": status.run_id, "cost_usd": cost,
             }  # fmt: skip
         else:
-            streams = [Stream(m, e, sum(c.values()), None, 0, c) for (m, e), c in sorted(counts.items())]
+            streams = _stopped_streams(counts, _planned(res, name))
             ops = res.sql(
                 """
                 SELECT count(*) AS calls, count(*) FILTER (WHERE attempt > 1) AS retries,
@@ -400,6 +402,28 @@ def live(res: Results, source: Source) -> list[FileLive]:
         lines = notes.run_state_lines(facts.states.with_columns(pl.lit(False).alias("live")), facts.resume) if status is None else []
         out.append(FileLive(name, status is not None, streams, figures, usage, in_progress.drop("total"), total, lines))
     return out
+
+
+def _planned(res: Results, name: str) -> dict[tuple[str, str], int]:
+    """(model, env) -> the episodes the latest run of file ``name`` that recorded it was to hold (``runs.config.planned``)."""
+    rows = res.sql("SELECT config FROM runs WHERE source_file = ? AND json_exists(config, '$.planned') ORDER BY created_at", [name])
+    planned: dict[tuple[str, str], int] = {}
+    for (config,) in rows.iter_rows():
+        found = json.loads(config).get("planned") if isinstance(config, str) else (config or {}).get("planned")
+        for model, envs in (found or {}).items():
+            planned.update({(model, env): int(n) for env, n in envs.items()})
+    return planned
+
+
+def _stopped_streams(counts: Mapping[tuple[str, str], dict[str, int]], planned: Mapping[tuple[str, str], int]) -> list[Stream]:
+    """A file no run writes: per model x env, the episodes done (a status a resume keeps) out of those planned (the stored
+    ones when no run recorded a plan): an interrupted run shows 8/16, never 12/12 with its cancelled episodes counted."""
+    streams = []
+    for key in sorted({*counts, *planned}):
+        statuses = dict(counts.get(key, {}))
+        done = sum(n for status, n in statuses.items() if status not in st.RETRY_ON_RESUME)
+        streams.append(Stream(key[0], key[1], done, max(planned.get(key, 0), sum(statuses.values())), 0, statuses))
+    return streams
 
 
 @dataclass
