@@ -1,7 +1,8 @@
 """The public environment API: everything an environment (built-in or an installed plugin) may use, under stable names.
 
 Import from here, never from the engine's private modules (``agentbench_async.envs.base`` and the like may move);
-the built-in environments do the same. ``docs/writing-an-environment.md`` walks through a whole plugin, and
+the built-in environments do the same, besides what is theirs alone: their packaged data (``resources``),
+AgentBench's prompt files (``envs.upstream_prompts``) and mind2web's use of AgentBench's history budget. ``docs/writing-an-environment.md`` walks through a whole plugin, and
 ``agentbench new-env NAME --out DIR`` writes one that runs at once.
 
 The contract in short (``Environment``'s and ``Session``'s docstrings say each part in full):
@@ -55,7 +56,8 @@ from .envs.options import Option, bool_option, choice_option, int_option, number
 from .envs.taskfiles import missing_file, read_json, read_text
 from .errors import AgentBenchError, ConfigError, ContextLimitError, EnvError, EnvUnavailableError, ModelError, TaskFileError
 from .mock.policy import Policy, PolicyReply, PolicyRequest, stable_choice
-from .processes import lower_priority
+from .models.network import client_session, request_kwargs, route
+from .processes import lower_priority, pid_alive
 from .settings import Deviation
 from .testing import play
 from .types import Message, ModelReply, ToolCall
@@ -89,14 +91,18 @@ __all__ = [
     "ToolCall",
     "bool_option",
     "choice_option",
+    "client_session",
     "int_option",
     "lower_priority",
     "missing_file",
     "number_option",
+    "pid_alive",
     "play",
     "range_option",
     "read_json",
     "read_text",
+    "request_kwargs",
+    "route",
     "stable_choice",
     "statuses",
     "text_option",

@@ -29,8 +29,7 @@ from urllib.parse import unquote, urlparse
 
 import pymysql
 
-from ...environment import ConfigError, EnvError, EnvUnavailableError, lower_priority
-from ...processes import pid_alive
+from ...environment import ConfigError, EnvError, EnvUnavailableError, lower_priority, pid_alive
 
 # MySQL 8's default sql_mode (what AgentBench's `mysql` image ran with).
 MYSQL8_SQL_MODE = (

@@ -17,8 +17,7 @@ from typing import Any, Protocol
 
 import aiohttp
 
-from ...environment import EnvError, EnvUnavailableError
-from ...models.network import client_session, request_kwargs, route
+from ...environment import EnvError, EnvUnavailableError, client_session, request_kwargs, route
 from .sparql import clean_value
 
 
