@@ -122,6 +122,13 @@ def test_a_broken_plugin_named_in_a_run_is_one_line_and_a_clash_leaves_the_built
     assert picked.strip() == "agentbench_async.envs.os_interaction"
 
 
+def test_the_plugins_options_are_checked_like_a_built_in_ones(venv: _Venv, tmp_path: Path) -> None:
+    proc = venv.cli("run", "--env", NAME, "--env-option", f"{NAME}.colour=red", "--model", "m", "--base-url", "http://127.0.0.1:9/v1",
+                    "--out", str(tmp_path / "o.duckdb"))  # fmt: skip
+    assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [f"error: {NAME}: unknown option 'colour' (valid: none)"]
+    assert not (tmp_path / "o.duckdb").exists()
+
+
 def test_all_is_the_built_in_environments_and_a_plugin_joins_when_named(venv: _Venv) -> None:
     code = ("import json; from agentbench_async.config import build_config\n"
             "print(json.dumps([build_config({'out': 'x.duckdb', 'models': ['m'], 'judge': 'j', 'envs': e}).envs for e in ('all', 'all,acme_desk', 'acme_desk')]))")  # fmt: skip
