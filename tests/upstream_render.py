@@ -20,7 +20,14 @@ from pathlib import Path
 from typing import Any
 
 
-class _Inert:
+class _InertType(type):
+    def __getattr__(cls, name: str) -> Any:  # SampleStatus.COMPLETED and the like: another inert value
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return type(name, (_Inert,), {})
+
+
+class _Inert(metaclass=_InertType):
     """Any stubbed class: takes any arguments, keeps keyword arguments as attributes; any attribute is another stub."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

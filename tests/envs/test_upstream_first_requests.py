@@ -15,9 +15,12 @@ from upstream_render import RecordingSession, first_request, load_upstream
 
 from agentbench_async.envs import make_env
 from agentbench_async.envs.db.protocol import first_messages as db_first_messages
+from agentbench_async.envs.kg.prompts import first_messages as kg_first_messages
+from agentbench_async.envs.kg.prompts import load_prompts as kg_load_prompts
 from agentbench_async.envs.os_interaction.protocol import first_messages as os_first_messages
 from agentbench_async.envs.upstream_prompts import FC, V02, upstream_path
 from agentbench_async.errors import TaskFileError
+from agentbench_async.testing import play
 
 
 def _fc_tools(data_dir: Path, task: str) -> list[dict]:
@@ -108,3 +111,59 @@ def test_db_without_the_files_runs_its_own_wording_as_a_named_deviation(official
     (tmp_path / "dbbench" / "dev.jsonl").symlink_to(official_data_dir / "dbbench" / "dev.jsonl")  # AgentBench's data/ alone
     assert "upstream-prompts/v0.2/src/server/tasks/dbbench/__init__.py" in env.missing_data(tmp_path, {}, "dev", "text")
     assert env.missing_data(official_data_dir, {}, "dev", "text") is None
+
+
+# --------------------------------------------------------------------------------------------------- kg
+def _kg_upstream_text(data_dir: Path, item: dict) -> list[dict]:
+    module = load_upstream(upstream_path(data_dir, V02, "src/server/tasks/knowledgegraph/task.py"), "kg_v02")
+    task = object.__new__(module.KnowledgeGraph)
+    task.inputs, task.round = [item], 15
+    return first_request(task.start_sample, 0, RecordingSession())
+
+
+def _kg_fc_rendering(data_dir: Path, item: dict) -> list[dict]:
+    """FC's sync_start_sample for kg-std (one_shot true), from const.py: its task.py is not pulled, so its two
+    lines of glue are spelled out here (578c5e9 src/server/tasks/knowledgegraph/task.py lines 85-93)."""
+    const = load_upstream(upstream_path(data_dir, FC, "src/server/tasks/knowledgegraph/const.py"), "kg_fc")
+    rounds = yaml.safe_load(upstream_path(data_dir, FC, "configs/tasks/kg.yaml").read_text(encoding="utf-8"))["default"]["parameters"]["max_rounds"]
+    user = {"role": "user", "content": f'{item["question"]}\nEntities: [{", ".join([entity for entity in item["entities"]])}]'}
+    return [{"role": "system", "content": const.INSTRUCTIONS.format(max_round=rounds)}, *const.ONE_SHOT, user]
+
+
+@pytest.mark.parametrize("mode", ["text", "tools"])
+def test_kg_first_request_is_upstreams_rendering_of_every_dev_task(official_data_dir: Path, mode: str) -> None:
+    env = make_env("kg", data_dir=official_data_dir)
+    raw = json.loads((official_data_dir / "knowledgegraph" / "dev.json").read_text(encoding="utf-8"))
+    tasks = list(env.tasks("dev"))
+    assert len(tasks) == len(raw) > 0
+    render = _kg_upstream_text if mode == "text" else _kg_fc_rendering
+    for task, item in zip(tasks, raw):
+        assert task.data["question"] == item["question"]
+        ours = kg_first_messages(env.prompts(mode), task.data["question"], list(task.data["entities"]))
+        assert ours == render(official_data_dir, item), task.task_id
+    if mode == "tools":  # FC's seven definitions, as const.py holds them (kg.yaml defines none)
+        assert env.prompts("tools").tools == load_upstream(upstream_path(official_data_dir, FC, "src/server/tasks/knowledgegraph/const.py"), "kg_fc").TOOLS
+
+
+def test_kg_without_the_files_runs_its_own_wording_as_a_named_deviation(official_data_dir: Path) -> None:
+    env = make_env("kg")
+    item = {"question": "who?", "entities": {"A": "m.1"}}
+    assert kg_first_messages(env.prompts("text"), "who?", ["A"]) != _kg_upstream_text(official_data_dir, item)
+    assert [d.setting for d in env.deviations(None, {}, "text")] == ["kg.prompts"]
+    assert [d.setting for d in env.deviations(None, {}, "tools")] == ["kg.tools_prompt", "kg.tools"]
+    assert env.deviations(str(official_data_dir), {}, "text") == env.deviations(str(official_data_dir), {}, "tools") == []
+
+
+@pytest.mark.parametrize("mode", ["text", "tools"])
+async def test_kg_oracle_still_solves_tasks_behind_upstreams_one_shot(official_data_dir: Path, mode: str) -> None:
+    """The mock's oracle finds the task after upstream's one-shot conversation (FC's has no "A new question:" lead)."""
+    env = make_env("kg")  # the built-in graph and questions, with upstream's wording put in
+    env._prompts[mode] = kg_load_prompts(official_data_dir, mode)
+    await env.start()
+    try:
+        task = next(iter(env.tasks("dev")))
+        record = await play(env, task, "oracle", action_mode=mode, history="agentbench")
+    finally:
+        await env.close()
+    assert record.turns[0].content == env.prompts(mode).opening[0]["content"]
+    assert record.outcome.status == "completed" and record.score == 1.0

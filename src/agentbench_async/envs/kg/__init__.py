@@ -23,9 +23,11 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ...environment import EnvError, EnvUnavailableError, Environment, EpisodeContext, Option, Session, Task, missing_file
+from ...environment import Deviation, EnvError, EnvUnavailableError, Environment, EpisodeContext, Option, Session, Task, missing_file
+from ..upstream_prompts import FC, V02, upstream_path, wording_deviations
 from .backends import HttpSparqlBackend, OxigraphBackend, SparqlBackend
 from .ontology import Ontology, load_ontology
+from .prompts import FC_CONST, V02_TASK, Prompts, load_prompts
 from .session import KGSession
 from .tasks import builtin_dir, load_tasks, official_dir, own_file_tasks, task_file
 from .tools import Toolbox
@@ -57,13 +59,27 @@ class KGEnvironment(Environment):
     @classmethod
     def missing_data(cls, data_dir: Path, options: Mapping[str, Any], split: str, action_mode: str) -> str | None:
         ontology = Path(str(options["kg_ontology"])) if options.get("kg_ontology") else official_dir(data_dir) / "ontology"
-        missing = missing_file([task_file(split, data_dir), ontology / "vocab.json", ontology / "fb_roles"])
+        wording = [upstream_path(data_dir, FC, FC_CONST), upstream_path(data_dir, FC, "configs/tasks/kg.yaml")] if action_mode == "tools" else [upstream_path(data_dir, V02, V02_TASK)]
+        missing = missing_file([task_file(split, data_dir), ontology / "vocab.json", ontology / "fb_roles", *wording])
         if missing is None and not options.get("kg_endpoint") and not options.get("kg_graph"):
             return "the official questions need Freebase, which is not bundled: no --kg-endpoint URL"
         return missing
 
+    @classmethod
+    def deviations(cls, data_dir: object, options: dict[str, Any], action_mode: str) -> list[Deviation]:
+        return wording_deviations("kg", data_dir, action_mode, upstream="upstream's instructions, acknowledgement and one-shot thoughts",
+                                  text="the project's own instructions, acknowledgement and one-shot thoughts",
+                                  tools="the project's own descriptions of the seven tools", fc_text=True)  # fmt: skip
+
+    def prompts(self, action_mode: str) -> Prompts:
+        """The run's wording in ``action_mode`` (AgentBench's from ``--data-dir``, else the project's), read once."""
+        if action_mode not in self._prompts:
+            self._prompts[action_mode] = load_prompts(self.data_dir, action_mode)
+        return self._prompts[action_mode]
+
     def __init__(self, *, data_dir: Path | None = None, options: dict[str, Any] | None = None) -> None:
         super().__init__(data_dir=data_dir, options=options)
+        self._prompts: dict[str, Prompts] = {}
         self._backend: SparqlBackend | None = None
         self._ontology: Ontology | None = None
 
@@ -131,4 +147,4 @@ class KGEnvironment(Environment):
     async def open_session(self, task: Task, ctx: EpisodeContext) -> Session:
         if self._backend is None or self._ontology is None:
             raise EnvError("kg: environment not started (Environment.start() loads the graph or connects to the endpoint)")
-        return KGSession(task, ctx, Toolbox(self._backend, self._ontology))
+        return KGSession(task, ctx, Toolbox(self._backend, self._ontology), self.prompts(ctx.action_mode))

@@ -23,10 +23,11 @@ _MAKES_VARIABLE = {"get_neighbors", "intersection", "argmax", "argmin", "count"}
 
 
 def _replies_so_far(req: PolicyRequest) -> int:
-    """Assistant replies after the task's question (the one-shot example's replies do not count)."""
+    """Assistant replies after the task's question, the last user message naming entities (the one-shot
+    example's replies before it do not count; FC's layout has no "A new question:" lead)."""
     start = 0
     for i, msg in enumerate(req.messages):
-        if msg.get("role") == "user" and (msg.get("content") or "").startswith("A new question:"):
+        if msg.get("role") == "user" and "\nEntities: [" in (msg.get("content") or ""):
             start = i
     return sum(1 for m in req.messages[start:] if m.get("role") == "assistant")
 

@@ -1,10 +1,22 @@
-"""Prompt text (our own wording of AgentBench's instructions, same facts) and the native tool definitions."""
+"""Prompt text and the native tool definitions.
+
+With ``--data-dir`` the wording is AgentBench's own, read from the files ``agentbench data pull`` fetches: text
+mode's instructions, acknowledgement and one-shot example from v0.2's ``knowledgegraph/task.py`` (``INSTRUCTIONS``,
+``ONE_SHOT``, ``KnowledgeGraph.start_sample``), tools mode's system text, one-shot conversation and tools from FC's
+``knowledgegraph/const.py`` (``INSTRUCTIONS`` formatted with ``max_rounds`` of FC's ``configs/tasks/kg.yaml``,
+``ONE_SHOT`` as kg-std sends it, ``TOOLS``). Without it the project's own wording of the same facts runs (named
+deviations ``kg.prompts``, ``kg.tools_prompt``, ``kg.tools``).
+"""
 
 from __future__ import annotations
 
+import copy
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ...environment import Message
+from ..upstream_prompts import FC, V02, upstream_config, upstream_source
 
 MAX_ROUNDS = 15
 
@@ -212,3 +224,46 @@ TOOLS: list[dict[str, Any]] = [
     ),
     _tool("count", "How many entities the variable holds; makes a new variable (a number).", {"variable": "A variable such as #0."}),
 ]
+
+
+V02_TASK = "src/server/tasks/knowledgegraph/task.py"  # INSTRUCTIONS, ONE_SHOT, KnowledgeGraph.start_sample
+FC_CONST = "src/server/tasks/knowledgegraph/const.py"  # INSTRUCTIONS, ONE_SHOT, TOOLS
+
+
+@dataclass(frozen=True)
+class Prompts:
+    """The wording of a run in one action mode: the messages before the question, what leads the question
+    (v0.2: ``A new question: ``; FC: nothing), the tool definitions."""
+
+    opening: list[Message]
+    question_lead: str
+    tools: list[dict[str, Any]]
+    upstream: bool = False
+
+
+def load_prompts(data_dir: Path | None, action_mode: str = "text") -> Prompts:
+    """AgentBench's wording from the pulled files under ``data_dir`` (v0.2's for text mode, FC's for tools mode),
+    else the project's own. A missing or changed file is a one-line TaskFileError naming it."""
+    if data_dir is None:
+        opening = (tools_prompt if action_mode == "tools" else text_prompt)("", [])[:-1]
+        return Prompts(opening, "A new question: ", TOOLS)
+    if action_mode == "tools":
+        const = upstream_source(data_dir, FC, FC_CONST, env="kg")
+        instructions, shots, tools = const.literal("INSTRUCTIONS"), const.literal("ONE_SHOT"), const.literal("TOOLS")
+        rounds = ((upstream_config(data_dir, FC, "kg", env="kg").get("default") or {}).get("parameters") or {}).get("max_rounds")
+        if not (isinstance(instructions, str) and isinstance(shots, list) and isinstance(tools, list) and isinstance(rounds, int)):
+            raise const.error("INSTRUCTIONS, ONE_SHOT and TOOLS must be literals (and kg.yaml give default.parameters.max_rounds)")
+        return Prompts([{"role": "system", "content": instructions.format(max_round=rounds)}, *shots], "", tools, True)
+    task = upstream_source(data_dir, V02, V02_TASK, env="kg")
+    instructions, shots = task.literal("INSTRUCTIONS"), task.literal("ONE_SHOT")
+    replies = [m.get("content") for m in task.call_arguments("KnowledgeGraph.start_sample", "inject") if isinstance(m, dict) and m.get("role") == "agent"]
+    if not (isinstance(instructions, str) and isinstance(shots, list) and replies and isinstance(replies[0], str)):
+        raise task.error("INSTRUCTIONS, ONE_SHOT and the acknowledgement KnowledgeGraph.start_sample injects must be literals")
+    opening: list[Message] = [{"role": "user", "content": instructions}, {"role": "assistant", "content": replies[0]}]
+    opening += [{"role": "user" if i % 2 == 0 else "assistant", "content": shot} for i, shot in enumerate(shots)]
+    return Prompts(opening, "A new question: ", TOOLS, True)
+
+
+def first_messages(prompts: Prompts, question: str, entity_names: list[str]) -> list[Message]:
+    """The opening, then the question with its entities (``<lead><question>\\nEntities: [a, b]``)."""
+    return [*copy.deepcopy(prompts.opening), {"role": "user", "content": prompts.question_lead + question + "\nEntities: [" + ", ".join(entity_names) + "]"}]

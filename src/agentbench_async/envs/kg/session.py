@@ -23,7 +23,7 @@ from .parsing import (
     tool_call_arguments,
 )
 from .programs import Variable
-from .prompts import TOOLS, text_prompt, tools_prompt
+from .prompts import Prompts, first_messages, load_prompts
 from .tools import TOOL_NAMES, Arg, Toolbox, ToolFailure
 
 NO_ACTION = "No executable function found! Need to recheck the action."
@@ -47,7 +47,8 @@ def _syntax(name: str) -> str:
 
 
 class KGSession(Session):
-    def __init__(self, task: Task, ctx: EpisodeContext, toolbox: Toolbox) -> None:
+    def __init__(self, task: Task, ctx: EpisodeContext, toolbox: Toolbox, prompts: Prompts | None = None) -> None:
+        self._prompts = prompts or load_prompts(None, ctx.action_mode)  # None: the project's own wording
         self._task = task
         self._ctx = ctx
         self._toolbox = toolbox
@@ -57,13 +58,10 @@ class KGSession(Session):
         self.actions: list[str] = []
 
     def tools(self) -> list[dict[str, Any]] | None:
-        return TOOLS if self._ctx.action_mode == "tools" else None
+        return self._prompts.tools if self._ctx.action_mode == "tools" else None
 
     async def begin(self) -> list[Message]:
-        names = list(self._entities)
-        if self._ctx.action_mode == "tools":
-            return tools_prompt(self._task.data["question"], names)
-        return text_prompt(self._task.data["question"], names)
+        return first_messages(self._prompts, self._task.data["question"], list(self._entities))
 
     async def step(self, reply: ModelReply) -> Step:
         if self._ctx.action_mode == "tools":
