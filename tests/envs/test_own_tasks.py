@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +14,7 @@ from pathlib import Path
 import openpyxl
 import pytest
 from engine_support import query, run
+from support import require
 
 from agentbench_async.config import build_config
 from agentbench_async.errors import AgentBenchError, ConfigError
@@ -52,24 +54,27 @@ def _config(tmp_path: Path, base_url: str, tasks: dict[str, str], **more: object
     return build_config(raw, where="test")
 
 
-async def test_own_kg_and_ltp_files_are_played_recorded_with_their_sha256_and_labelled(tmp_path: Path) -> None:
-    kg, ltp = _kg_file(tmp_path), _ltp_workbook(tmp_path, _ltp_rows(2))
-    tasks = {"kg": str(kg), "ltp": str(ltp)}
+async def test_own_kg_ltp_and_db_files_are_played_recorded_with_their_sha256_and_labelled(tmp_path: Path) -> None:
+    require(shutil.which("mariadbd") is not None or Path("/usr/sbin/mariadbd").exists(), "MariaDB is not installed (db)")
+    kg, ltp, db = _kg_file(tmp_path), _ltp_workbook(tmp_path, _ltp_rows(2)), tmp_path / "my_db.jsonl"
+    db.write_text("\n".join((environments_dir() / "db" / "dev.jsonl").read_text().splitlines()[:2]) + "\n")
+    tasks = {"kg": str(kg), "ltp": str(ltp), "db": str(db)}
     server = MockModelServer(MockOptions(env_options={env: {"tasks_file": path} for env, path in tasks.items()}))
     base_url = await server.start()
     try:
         cfg = _config(tmp_path, base_url, tasks)
         assert cfg.task_sources()["kg"] == f"your own tasks from {kg} (sha256 {hashlib.sha256(kg.read_bytes()).hexdigest()}): not the paper's"
         summary = await run(cfg)
-        assert summary.episodes == 10
+        assert summary.episodes == 14
         out = tmp_path / "own.duckdb"
         rows = query(out, "SELECT env, model, source, count(*), avg(score) FROM episodes GROUP BY ALL ORDER BY ALL")
         assert [(env, model, source, n) for env, model, source, n, _ in rows] == [
+            ("db", "mock-oracle", "custom", 2), ("db", "mock-weak", "custom", 2),
             ("kg", "mock-oracle", "custom", 3), ("kg", "mock-weak", "custom", 3),
             ("ltp", "mock-oracle", "custom", 2), ("ltp", "mock-weak", "custom", 2),
         ]  # fmt: skip
         scores = {(env, model): score for env, model, _, _, score in rows}
-        assert scores[("kg", "mock-oracle")] == 1.0 and scores[("ltp", "mock-oracle")] == 1.0
+        assert scores[("kg", "mock-oracle")] == scores[("ltp", "mock-oracle")] == scores[("db", "mock-oracle")] == 1.0
         stored = json.loads(query(out, "SELECT config FROM runs")[0][0])
         for env, path in (("kg", kg), ("ltp", ltp)):
             assert stored["env_options"][env] == {"tasks_file": str(path), "tasks_sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
@@ -80,7 +85,7 @@ async def test_own_kg_and_ltp_files_are_played_recorded_with_their_sha256_and_la
         assert report.returncode == 0, report.stderr
         assert "your own tasks, not the paper's" in " ".join(report.stdout.split())
         # the same file resumes; a changed one is another run's tasks
-        assert (await run(_config(tmp_path, base_url, tasks))).skipped == 10
+        assert (await run(_config(tmp_path, base_url, tasks))).skipped == 14
         kg.write_text(kg.read_text().replace("frostvik", "Frostvik"))
         with pytest.raises(AgentBenchError, match=r"holds results of a different run config \(kg.tasks_sha256: "):
             await run(_config(tmp_path, base_url, tasks))
