@@ -49,6 +49,8 @@ A worked example, an environment whose tasks ask for one word::
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from . import statuses
 from .envs import PLUGIN_GROUP
 from .envs.base import SPLITS, ActionMode, Environment, EpisodeContext, JudgeFn, Outcome, Session, Split, Step, Task
@@ -56,11 +58,13 @@ from .envs.options import Option, bool_option, choice_option, int_option, number
 from .envs.taskfiles import missing_file, read_json, read_text
 from .errors import AgentBenchError, ConfigError, ContextLimitError, EnvError, EnvUnavailableError, ModelError, TaskFileError
 from .mock.policy import Policy, PolicyReply, PolicyRequest, stable_choice
-from .models.network import client_session, request_kwargs, route
 from .processes import lower_priority, pid_alive
 from .settings import Deviation
 from .testing import play
 from .types import Message, ModelReply, ToolCall
+
+if TYPE_CHECKING:  # imported on first use (see __getattr__): aiohttp is not needed to run an environment
+    from .models.network import client_session, request_kwargs, route
 
 __all__ = [
     "PLUGIN_GROUP",
@@ -107,3 +111,13 @@ __all__ = [
     "statuses",
     "text_option",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """``route``, ``client_session``, ``request_kwargs`` on first use: they import aiohttp, which an environment
+    that makes no HTTP call (the os sandbox run by Debian's own python3, say) need not have."""
+    if name in ("client_session", "request_kwargs", "route"):
+        from .models import network
+
+        return getattr(network, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
