@@ -159,3 +159,24 @@ def test_with_data_dir_too_the_own_file_is_played_and_never_called_official(tmp_
     stored = cfg.public_dict()
     assert not official_tasks("kg", stored)
     assert [d.setting for d in deviations(stored)] == ["kg.tasks"]
+
+
+async def test_an_own_os_file_is_played_in_the_sandbox(tmp_path: Path) -> None:
+    from agentbench_async.envs.os_interaction.sandbox import check_available
+
+    try:
+        check_available()
+    except AgentBenchError as exc:
+        require(False, f"the os sandbox cannot run here ({exc})")
+    path = tmp_path / "my_os.json"
+    path.write_text(json.dumps(json.loads((environments_dir() / "os" / "dev.json").read_text())[:2], indent=1))
+    server = MockModelServer(MockOptions(env_options={"os": {"tasks_file": str(path)}}))
+    base_url = await server.start()
+    try:
+        summary = await run(_config(tmp_path, base_url, {"os": str(path)}))
+    finally:
+        await server.stop()
+    assert summary.episodes == 4
+    rows = query(tmp_path / "own.duckdb", "SELECT model, task_id, source, score FROM episodes ORDER BY ALL")
+    assert [(m, t, s) for m, t, s, _ in rows] == [(m, f"custom-0000{i}", "custom") for m in ("mock-oracle", "mock-weak") for i in (0, 1)]
+    assert [score for model, _, _, score in rows if model == "mock-oracle"] == [1.0, 1.0]
