@@ -1,7 +1,7 @@
 """The event loop the commands run on: uvloop when it is installed (the ``fast`` extra), else asyncio's.
 
 uvloop's loop is a drop-in replacement written over libuv; at 1,000 episodes in flight it lifts the
-engine's calls/s noticeably (see README, bench/throughput.py). Set ``AGENTBENCH_LOOP=asyncio`` to use the
+engine's calls/s noticeably (see docs/performance.md, bench/throughput.py). Set ``AGENTBENCH_LOOP=asyncio`` to use the
 standard loop even when uvloop is installed (for debugging, or to compare).
 """
 
