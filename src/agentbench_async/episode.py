@@ -117,6 +117,7 @@ async def run_episode(env: Environment, spec: EpisodeSpec, agent: AgentFn, judge
         judge=judge_fn if judge is not None else None,
         options=spec.options,
         model_seconds=lambda: sum(c.latency_ms for c in calls if c.caller == "agent" and c.batch_id is None) / 1000,
+        queued_seconds=lambda: sum(c.server_queue_ms or 0.0 for c in calls if c.caller == "agent" and c.batch_id is None) / 1000,
     )
     outcome: Outcome | None = None
     session = None

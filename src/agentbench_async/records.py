@@ -63,6 +63,11 @@ class CallRow:
     in_flight_limit: int | None = None
     rpm_limit: int | None = None
     tpm_limit: int | None = None
+    # where the time went besides the server's answer: waiting in the engine's limiter before the request was sent (its
+    # in-flight cap, requests/tokens per minute, a 429's pause), and, of latency_ms, waiting in the server's own queue
+    # where the server says so (models/server_timing.py)
+    queue_ms: float | None = None
+    server_queue_ms: float | None = None
 
 
 @dataclass(slots=True)

@@ -94,6 +94,23 @@ def tool_call_hints(res: Results) -> list[str]:
     return lines
 
 
+def waiting_hints(res: Results) -> list[str]:
+    """One line per model x environment whose time limits counted in model time (card_game: AgentBench's 300 s a
+    decision, 600 s a game) were hit mostly waiting in the server's queue (``details.queued_seconds`` over half of
+    ``details.model_seconds``): the losses say more about the server's load than about the model."""
+    frame = res.sql(
+        "SELECT model, env, count(*) AS episodes, sum(q) AS queued, sum(m) AS spent FROM ("
+        "  SELECT model, env, TRY_CAST(json_extract(details, '$.queued_seconds') AS DOUBLE) AS q,"
+        "         TRY_CAST(json_extract(details, '$.model_seconds') AS DOUBLE) AS m FROM episode_outcomes"
+        "  WHERE json_extract_string(details, '$.forfeit_cause') = 'time_limit' OR json_extract_string(details, '$.end_reason') = 'killed'"
+        ") WHERE m > 0 AND q > 0.5 * m GROUP BY ALL ORDER BY model, env"
+    )
+    return [f"hint: {r['model']} · {r['env']}: {r['episodes']:,} episodes hit a time limit counted in model time mostly waiting in the "
+            f"server's queue ({r['queued']:,.0f} s of {r['spent']:,.0f} s): AgentBench counts that wait too, so these are "
+            "losses to the server's load; give the server more parallel slots or send fewer requests at once (--max-in-flight)"
+            for r in frame.iter_rows(named=True)]  # fmt: skip
+
+
 def limit_lines(res: Results) -> list[str]:
     """One line per model on what its request limits paced to (the ``call_limits`` view): requests and tokens per
     minute (configured or reported by the server), and the in-flight cap when it moved (max_in_flight: auto)."""

@@ -137,7 +137,7 @@ def build_report(res: Results, prices: Prices | None = None) -> Report:
         run_states=operations.run_states(res),
         resume=res.resume_work.sort("config_id", "status"),
         rates=res.call_rates.sort("model", nulls_last=True),
-        tool_hints=operations.tool_call_hints(res),
+        tool_hints=[*operations.tool_call_hints(res), *operations.waiting_hints(res)],
         limit_lines=operations.limit_lines(res),
         behaviour=configs.with_labels(behaviour.behaviour_table(res), table),
     )

@@ -122,6 +122,9 @@ class EpisodeContext:
     # back-off, and not calls carried by a provider batch (their time is the batch's turnaround). None: unknown.
     # card_game's upstream time limits (300 s a decision, 600 s a game) are measured with it.
     model_seconds: Callable[[], float] | None = None
+    # Of model_seconds, the seconds the server said those calls waited in its own queue (CallRow.server_queue_ms; 0 when
+    # the server does not say): a time limit counted in model time can name its share that was waiting.
+    queued_seconds: Callable[[], float] | None = None
 
 
 class Session(abc.ABC):

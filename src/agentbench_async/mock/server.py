@@ -252,11 +252,20 @@ class MockModelServer:
         if self._saturation is None:
             response = await self._serve(request, body, anthropic)
         else:
-            served = await self._saturation.serve(lambda: self._serve(request, body, anthropic))
+            queued_at = time.monotonic()
+            began: list[float] = []
+
+            async def work() -> web.StreamResponse:
+                began.append(time.monotonic())
+                return await self._serve(request, body, anthropic)
+
+            served = await self._saturation.serve(work)
             if served is None:
                 self.stats["429_overloaded"] += 1
                 return web.json_response({"error": {"message": "Model is overloaded", "type": "overloaded"}}, status=429)
             response = served
+            if not response.prepared:  # as text-generation-inference's router says it (models/server_timing.py): whole ms
+                response.headers["x-queue-time"] = str(int((began[0] - queued_at) * 1000))
         if limit_headers and not response.prepared:
             response.headers.update(limit_headers)
         return response

@@ -31,6 +31,7 @@ from ..types import Message, ModelReply
 from .network import Route, redact_url, request_kwargs, route
 from .replies import MalformedReply, ReplyReader
 from .server_errors import fatal_cause, overflow_server
+from .server_timing import header_queue_ms, timings_queue_ms
 from .wire import dumps_body, loads_body
 
 # What openai-python 3.3.1 and anthropic-sdk-python 0.121.0 retry (``_base_client.py`` ``_should_retry``): 408, 409,
@@ -351,7 +352,8 @@ class ModelClient(abc.ABC):
         try:
             async with self.limits.slot(estimate + self.config.max_tokens) as slot:
                 row.started_at = now()
-                start = time.perf_counter()
+                admitted = time.perf_counter()
+                row.queue_ms, start = (admitted - start) * 1000, admitted  # the wait in our limiter, not latency
                 sent_at = asyncio.get_running_loop().time()  # the limits' clock (a test's loop may run on virtual time)
                 self.stats["calls"] += 1
                 try:
@@ -387,6 +389,7 @@ class ModelClient(abc.ABC):
         limits = self.limits
         limits.observe(status, headers, asyncio.get_running_loop().time() - sent_at)
         row.in_flight_limit, row.rpm_limit, row.tpm_limit = limits.in_flight_limit, limits.rpm, limits.tpm
+        row.server_queue_ms = header_queue_ms(headers)
 
     def _read_reply(self, raw: bytes, status: int, row: CallRow) -> ModelReply:
         """A 200 reply body read into typed values (``replies.py``); a malformed one is retryable (the error
@@ -407,6 +410,8 @@ class ModelClient(abc.ABC):
             row.error = self._redact(f"malformed reply: {type(exc).__name__}: {exc}"[:300])
             raise MalformedReply(row.error, http_status=status) from None
         row.note = read.note()
+        if row.server_queue_ms is None:
+            row.server_queue_ms = timings_queue_ms(body, row.latency_ms)
         usage = reply.usage
         row.input_tokens = usage.input_tokens
         row.output_tokens = usage.output_tokens

@@ -98,7 +98,12 @@ CREATE TABLE IF NOT EXISTS model_calls (
                                         -- that is not a count (stored as NULL), lone surrogates replaced
     in_flight_limit INTEGER,            -- the model's in-flight cap after this answer (max_in_flight: auto adapts it)
     rpm_limit     INTEGER,              -- requests/min paced to after this answer (configured, or the server's headers)
-    tpm_limit     BIGINT                -- tokens/min paced to after this answer; NULL: none known
+    tpm_limit     BIGINT,               -- tokens/min paced to after this answer; NULL: none known
+    queue_ms      DOUBLE,               -- waited in the engine's limiter before it was sent (in-flight cap, requests
+                                        -- or tokens per minute, a 429's pause); not part of latency_ms
+    server_queue_ms DOUBLE              -- of latency_ms, waited in the server's queue where the server says so
+                                        -- (text-generation-inference's x-queue-time; llama.cpp: latency less its
+                                        -- timings); NULL: the server does not say
 );
 -- Batch mode (--batch): every batch is recorded before it is created, so a resumed run collects the batches
 -- it already paid for instead of submitting their requests again.
@@ -142,6 +147,8 @@ ADDED_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("model_calls", "in_flight_limit", "INTEGER"),
     ("model_calls", "rpm_limit", "INTEGER"),
     ("model_calls", "tpm_limit", "BIGINT"),
+    ("model_calls", "queue_ms", "DOUBLE"),
+    ("model_calls", "server_queue_ms", "DOUBLE"),
 )
 
 

@@ -111,7 +111,7 @@ def overview(res: Results, source: Source) -> Overview:
              *notes.solved_lines(configs.with_labels(failures.solved_notes(res), found))]
     overall = configs.with_labels(scores.overall(env_scores), configs.overall_labels(found), keys=("model",))
     return Overview(runs, configs.with_labels(env_scores, found), overall, [str(p) for p in res.live_files], pending, groups, lines,
-                    operations.tool_call_hints(res), operations.limit_lines(res))
+                    [*operations.tool_call_hints(res), *operations.waiting_hints(res)], operations.limit_lines(res))
 
 
 # -- failures -------------------------------------------------------------------------------------

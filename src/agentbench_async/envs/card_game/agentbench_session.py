@@ -13,7 +13,9 @@
   without feedback and records no per-try code. Five failed tries forfeit the game: the status is the
   lowest code (``invalid_action``/``invalid_format``), or ``completed`` when every try was refused (upstream's
   client then crashed on an empty ``min()`` and left its status alone).
-* **Time** (``ctx.model_seconds``: the HTTP time of the model's calls, not the engine's queueing): a decision
+* **Time** (``ctx.model_seconds``: the HTTP time of the model's calls, not the engine's queueing; the server's own
+  queueing is in it, as it was in upstream's wall-clock limits, and the forfeit names its share when the server
+  says it, ``details.queued_seconds``): a decision
   taking ``decision_seconds`` (300) or more forfeits the game (upstream's judger ends it for the player's
   time-out: ``completed``, a loss, damage so far counts); an empty reply forfeits the same way (upstream's
   client sent nothing and waited for that time-out). When the game's model time reaches ``game_seconds`` (600)
@@ -54,11 +56,16 @@ class AgentBenchSession(GameSession):
         self.view = ClientView(self.seat, wording)
         self._history: dict[str, list[tuple[str, str]]] = {"guess": [], "action": []}  # assert_history, history
         self._clock = ctx.model_seconds
-        self._game_start = 0.0
-        self._decision_start = 0.0
+        self._queued = ctx.queued_seconds
+        self._game_start = self._game_queued = 0.0
+        self._decision_start = self._decision_queued = 0.0
 
     def _now(self) -> float:
         return self._clock() if self._clock is not None else 0.0
+
+    def _waited(self) -> float:
+        """Of ``_now()``, the seconds the server said the calls waited in its queue."""
+        return self._queued() if self._queued is not None else 0.0
 
     # -- the conversations ----------------------------------------------------------------------------
 
@@ -66,7 +73,7 @@ class AgentBenchSession(GameSession):
         """The messages of the next call for the current decision, as ``Client.llm_call`` builds them."""
         if new:
             self._tries, self._codes = 0, []
-            self._decision_start = self._now()
+            self._decision_start, self._decision_queued = self._now(), self._waited()
         history = self._history[self.decision]
         first = self.wording.guess_description if self.decision == "guess" else self.wording.action_description
         history.append((first, self.wording.ack))
@@ -89,7 +96,7 @@ class AgentBenchSession(GameSession):
         self._prompt = self.view.guess_prompt(self.game, self._previous_correct)
 
     async def begin(self) -> list[Message]:
-        self._game_start = self._now()
+        self._game_start, self._game_queued = self._now(), self._waited()
         if self.seat == 1:  # the opponent is player 0 and moves first
             self._opponent_turn()
         self._start_turn()
@@ -136,15 +143,24 @@ class AgentBenchSession(GameSession):
         ends = began + (decision if timed_out else 0.0 if empty else took)  # game time at which the decision ends
         if game and ends >= game:
             self.game.forfeit(self.seat, PLAYER_TLE)
-            error = f"the game's model time reached {game:.0f} s: upstream's judger run was killed (no win, no damage, test_times 0)"
+            spent, waited = self._now() - self._game_start, self._waited() - self._game_queued
+            error = (f"the game's model time reached {game:.0f} s{_waiting(waited)}: upstream's judger run was killed (no win, "
+                     "no damage, test_times 0)")
             return self._outcome(status=st.COMPLETED, paper_status=st.PAPER_COMPLETED, error=error, killed=True,
-                                 extra={"model_seconds": round(self._now() - self._game_start, 1)})  # fmt: skip
+                                 extra={"model_seconds": round(spent, 1), "queued_seconds": round(waited, 1)})  # fmt: skip
         if not (timed_out or empty):
             return None
         self.game.forfeit(self.seat, PLAYER_TLE)
+        extra: dict[str, object] = {"forfeit_cause": "empty_reply" if empty else "time_limit"}
         if empty:
             error = "empty reply: upstream's client sent nothing and waited for the decision time limit, a forfeit"
         else:
-            error = f"the {self.decision} decision took {took:.0f} s of model time (limit {decision:.0f} s): forfeit"
-        return self._outcome(status=st.COMPLETED, paper_status=st.PAPER_COMPLETED, error=error,
-                             extra={"forfeit_cause": "empty_reply" if empty else "time_limit"})  # fmt: skip
+            waited = self._waited() - self._decision_queued
+            error = f"the {self.decision} decision took {took:.0f} s of model time{_waiting(waited)} (limit {decision:.0f} s): forfeit"
+            extra.update({"model_seconds": round(took, 1), "queued_seconds": round(waited, 1)})
+        return self._outcome(status=st.COMPLETED, paper_status=st.PAPER_COMPLETED, error=error, extra=extra)
+
+
+def _waiting(seconds: float) -> str:
+    """`` (248 s of it waiting in the server's queue)`` when the server said its calls waited there."""
+    return f" ({seconds:.0f} s of it waiting in the server's queue)" if seconds >= 0.5 else ""
