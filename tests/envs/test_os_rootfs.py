@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import re
 import tarfile
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -12,9 +15,11 @@ from agentbench_async import statuses as st
 from agentbench_async.envs.base import EpisodeContext, Task
 from agentbench_async.envs.os_interaction import OSEnvironment, OSSession
 from agentbench_async.envs.os_interaction import rootfs as rootfs_mod
+from agentbench_async.envs.os_interaction import limits as limits_mod
 from agentbench_async.envs.os_interaction import cgroups as cgroups_mod
 from agentbench_async.envs.os_interaction.cgroups import Cgroups as _Cgroups
 from agentbench_async.envs.os_interaction.limits import Limits
+from agentbench_async.envs.os_interaction.records import official_tasks
 from agentbench_async.errors import EnvUnavailableError
 from agentbench_async.types import ModelReply, ToolCall
 
@@ -30,6 +35,68 @@ def test_recipe_is_agentbench_default_image_and_its_hash_names_the_cache() -> No
     # the hash is stable for one recipe and changes with anything that decides the root
     assert recipe.key() == rootfs_mod.default_recipe("http://mirror.example/debian").key()
     assert recipe.key() != rootfs_mod.default_recipe("http://other.example/debian").key()
+
+
+def test_packages_official_tasks_install_wait_in_the_apt_cache_and_change_the_hash(monkeypatch: pytest.MonkeyPatch) -> None:
+    """sudo is downloaded into the root's apt cache (not installed: local-os/default has none) before the
+    hook that empties resolv.conf, and only those .debs survive the build; a root built without them (an
+    existing cache from before) has another hash, so it is rebuilt rather than reused."""
+    recipe = rootfs_mod.default_recipe("http://mirror.example/debian")
+    assert recipe.offline == ("sudo",) and "sudo" not in recipe.packages
+    argv = recipe.argv(Path("/x/root"))
+    hooks = [a for a in argv if a.startswith("--customize-hook=")]
+    assert "apt-get clean && " in hooks[0] and "apt-get install --download-only --yes sudo" in hooks[0]
+    assert "resolv.conf" in hooks[1] and "--skip=cleanup/apt/cache" in argv
+    key = recipe.key()
+    assert key != replace(recipe, offline=()).key() != replace(recipe, offline=("sudo", "acl")).key()
+    assert not any("cleanup/apt/cache" in a or "download-only" in a for a in replace(recipe, offline=()).argv(Path("/x")))
+    # a hook written in code (not a field) is part of the hash too
+    assert "Acquire::Retries" in hooks[0]
+    monkeypatch.setattr(rootfs_mod, "_NO_RETRIES", "true")
+    assert recipe.key() != key
+
+
+def test_every_package_an_official_task_apt_installs_is_in_the_root(official_data_dir: Path) -> None:
+    """Scans every official os record (dev and std: init, start, example, checks) for `apt(-get) install`."""
+    wanted: dict[str, set[str]] = {}
+    for split in ("dev", "test"):
+        for task in official_tasks(official_data_dir, split):
+            scripts = [*task.data["init"], task.data.get("example") or {}, *(task.data.get("check") or [])]
+            texts = [s.get("code", "") for s in scripts if s] + [task.data.get("start") or ""]
+            for text in texts:
+                for args in re.findall(r"\bapt(?:-get)?\s+install\b([^&|;\n]*)", text):
+                    for name in args.split():
+                        if not name.startswith("-"):
+                            wanted.setdefault(name, set()).add(task.task_id)
+    assert wanted == {"sudo": {"std-006-new-00005", "std-006-new-00006", "std-006-new-00008"}}
+    assert set(wanted) <= set(rootfs_mod.default_recipe("http://m/debian").offline)
+
+
+def test_the_manifest_lists_each_cached_deb_with_its_hash(tmp_path: Path) -> None:
+    archives = tmp_path / "var/cache/apt/archives"
+    archives.mkdir(parents=True)
+    (archives / "sudo_1.9.13p3-1%2bdeb12u4_amd64.deb").write_bytes(b"deb")
+    (archives / "lock").write_bytes(b"")
+    assert rootfs_mod.offline_debs(tmp_path) == [("sudo", "1.9.13p3-1+deb12u4", "amd64", hashlib.sha256(b"deb").hexdigest())]
+
+
+def test_open_files_are_dockers_default_or_one_line_says_why_not(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert Limits().nofile == limits_mod.DOCKER_NOFILE == 1_048_576
+    status = tmp_path / "status"
+    status.write_text("Name:\tpython3\nCapEff:\t000001fffeffffff\n")  # every capability but CAP_SYS_RESOURCE
+    monkeypatch.setattr(limits_mod.resource, "getrlimit", lambda which: (20000, 20000))
+    note = limits_mod.nofile_shortfall(status=status)
+    assert note is not None and note.count("\n") == 0
+    assert "get 20,000 open files, not Docker's 1,048,576" in note and "std-004-Q09" in note
+    assert "--ulimit nofile=1048576:1048576" in note and limits_mod.reachable_nofile(1_048_576, status=status) == 20000
+    status.write_text("CapEff:\t000001ffffffffff\n")  # may raise its hard limit: the sandbox gets Docker's
+    assert limits_mod.nofile_shortfall(status=status) is None
+    status.write_text("CapEff:\t0000000000000000\n")
+    monkeypatch.setattr(limits_mod.resource, "getrlimit", lambda which: (1024, 524288))  # Docker 25+'s default
+    note = limits_mod.nofile_shortfall(status=status)
+    assert note is not None and "524,288" in note and "Q09" not in note  # short of Docker's, enough for Q09
+    monkeypatch.setattr(limits_mod.resource, "getrlimit", lambda which: (1024, 1_048_576))
+    assert limits_mod.nofile_shortfall(status=status) is None
 
 
 def test_mirror_is_the_one_the_hosts_apt_uses(tmp_path: Path) -> None:

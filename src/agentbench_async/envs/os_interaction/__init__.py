@@ -37,6 +37,7 @@ from .protocol import UPSTREAM_TASK, Action, ParseError, Prompts, first_messages
 from .records import builtin_tasks, official_tasks, own_file_tasks
 from .rootfs import ensure_shifted
 from .rootfs import resolve as resolve_root
+from .limits import warn_nofile_shortfall
 from .sandbox import IdMap, Limits, Sandbox, check_available, host_idmap
 from .shell import AgentShell
 from .spares import Machine, Spares
@@ -124,6 +125,7 @@ class OSEnvironment(Environment):
 
     async def start(self) -> None:
         check_available()
+        warn_nofile_shortfall(self.limits.nofile)  # one line when Docker's open-files limit is out of reach
         self.idmap = host_idmap()
         root = await resolve_root(self.rootfs, self.mirror)
         self.root = await ensure_shifted(root, self.idmap.uid_base, self.idmap.gid_base)

@@ -4,7 +4,10 @@ By default it is a Debian bookworm ``minbase`` root with the package set of Agen
 image (spec §8: python3, pip, git, vim, curl, wget, unzip, zip, tree, with their recommends as ``apt
 install`` gives them, plus procps; apt lists kept; no sudo), built once with ``mmdebstrap`` from the
 Debian mirror the host's apt uses and cached under the user's cache directory in a folder named by the
-hash of its recipe. The tree is unpacked once and only ever used as the read-only lower layer of each
+hash of its recipe. The packages the official tasks ``apt install`` (``OFFLINE``) wait as ``.deb`` files in
+``/var/cache/apt/archives`` (not installed, as in that image), so the task's ``apt install`` installs them
+with no network (``apt update`` fails to reach the mirror, warns and keeps the lists); ``offline.txt``
+beside the root lists them. The tree is unpacked once and only ever used as the read-only lower layer of each
 episode's overlay. ``rootfs=DIR`` uses a prepared root directory as is; ``rootfs=TAR`` (e.g. ``docker
 export``) is unpacked once into the cache, keyed by the archive's path, size and modification time.
 
@@ -28,10 +31,21 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from urllib.parse import unquote
 
 from ...environment import EnvUnavailableError
 
 PACKAGES = ("python3", "python3-pip", "git", "vim", "curl", "wget", "unzip", "zip", "tree", "procps")
+# What official os tasks `apt install` (std-006-new-00005/00006's init, 00008's example after its init's
+# `apt remove sudo`), downloaded into the root's apt cache but not installed: AgentBench's image has no sudo,
+# and an installed sudo would make 00008's init `apt remove sudo` (no -y) ask, read end of file and fail
+OFFLINE = ("sudo",)
+# the sandbox has no network: a task's `apt update` fails at once instead of retrying for ~10 s (it then
+# warns, keeps the lists and exits 0, as with a mirror that is down)
+_NO_RETRIES = (
+    "printf '# agentbench: the sandbox has no network, retrying a download only waits\\nAcquire::Retries \"0\";\\n' "
+    '> "$1/etc/apt/apt.conf.d/99agentbench-no-network"'
+)
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
 _HOSTNAME = "agentbench"
 # Run inside the new root at the end of the build (mmdebstrap customize hook; $1 is the root).
@@ -55,21 +69,29 @@ class Recipe:
     suite: str = "bookworm"
     variant: str = "minbase"
     packages: tuple[str, ...] = PACKAGES
+    offline: tuple[str, ...] = OFFLINE  # .debs (and missing dependencies) in /var/cache/apt/archives
     recommends: bool = True  # `apt install` in AgentBench's Dockerfile installs recommends
     keep_apt_lists: bool = True
     mirror: str = DEFAULT_MIRROR
     customize: str = field(default=_CUSTOMIZE, repr=False)
 
     def key(self) -> str:
-        blob = json.dumps(asdict(self), sort_keys=True).encode()
+        """The recipe's fields and the command they make (hooks written in code, not fields, count too)."""
+        blob = json.dumps({**asdict(self), "argv": self.argv(Path("/root"))}, sort_keys=True).encode()
         return hashlib.sha256(blob).hexdigest()[:16]
 
     def argv(self, target: Path) -> list[str]:
         argv = [
             "mmdebstrap", f"--variant={self.variant}", "--include=" + ",".join(self.packages),
             f"--aptopt=APT::Install-Recommends \"{'true' if self.recommends else 'false'}\"",
-            f"--customize-hook={self.customize}",
         ]  # fmt: skip
+        if self.offline:  # before the customize hook empties resolv.conf; only these .debs stay in the cache
+            argv += [
+                '--customize-hook=chroot "$1" apt-get clean && chroot "$1" apt-get install --download-only --yes '
+                + " ".join(self.offline) + ' && rm -f "$1"/var/cache/apt/*.bin && ' + _NO_RETRIES,
+                "--skip=cleanup/apt/cache",
+            ]
+        argv.append(f"--customize-hook={self.customize}")
         if self.keep_apt_lists:
             argv.append("--skip=cleanup/apt/lists")
         return [*argv, self.suite, str(target), self.mirror]
@@ -204,7 +226,8 @@ async def _run_mmdebstrap(recipe: Recipe, build: Path, report: Report) -> None:
     root = build / "root"
     report(
         f"os: building the sandbox's root filesystem once (Debian {recipe.suite} {recipe.variant} + "
-        f"{', '.join(recipe.packages)}, from {recipe.mirror}; about a minute); cached in {build.parent}"
+        f"{', '.join(recipe.packages)}, {', '.join(recipe.offline) or 'nothing'} for offline `apt install`, "
+        f"from {recipe.mirror}; about a minute); cached in {build.parent}"
     )
     env = {"PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin"), "TMPDIR": str(build), "LC_ALL": "C.UTF-8"}
     for var in ("http_proxy", "https_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY"):
@@ -246,13 +269,27 @@ async def _run_mmdebstrap(recipe: Recipe, build: Path, report: Report) -> None:
 
 
 async def _write_manifest(build: Path) -> None:
-    """``packages.txt``: every installed package and version (what the root holds, for the record)."""
+    """``packages.txt``: every installed package and version (what the root holds, for the record);
+    ``offline.txt``: every ``.deb`` waiting in its apt cache (package, version, architecture, sha256)."""
     proc = await asyncio.create_subprocess_exec(
         "dpkg-query", f"--admindir={build / 'root' / 'var/lib/dpkg'}", "-W", "-f", "${Package} ${Version}\\n",
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
     )  # fmt: skip
     out, _ = await proc.communicate()
     (build / "packages.txt").write_bytes(out)
+    (build / OFFLINE_MANIFEST).write_text("".join(f"{' '.join(deb)}\n" for deb in offline_debs(build / "root")))
+
+
+OFFLINE_MANIFEST = "offline.txt"
+
+
+def offline_debs(root: Path) -> list[tuple[str, str, str, str]]:
+    """(package, version, architecture, sha256) of each ``.deb`` in ``root``'s apt cache, by file name."""
+    out = []
+    for deb in sorted((root / "var/cache/apt/archives").glob("*.deb")):
+        name, version, arch = (unquote(part) for part in deb.stem.split("_", 2))
+        out.append((name, version, arch, hashlib.sha256(deb.read_bytes()).hexdigest()))
+    return out
 
 
 async def ensure_unpacked(archive: Path, *, cache: Path | None = None, report: Report = _stderr_report) -> Path:
