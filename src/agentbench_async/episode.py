@@ -19,6 +19,7 @@ from .envs.base import Environment, EpisodeContext, Outcome, Session, Task
 from .errors import ContextLimitError, EnvError, ModelError
 from .history import history_policy
 from .records import CallRow, EpisodeRecord, TurnRow, now
+from .wording import counted
 from .types import Message, ModelReply
 
 # The turn a judge call belongs to: the turn whose step made it. Set around ``session.step``; a task the step starts
@@ -83,12 +84,23 @@ class _Transcript:
         return row
 
 
-def _observation_text(messages: list[Message]) -> str | None:
+def _observation_text(messages: list[Message], injected: frozenset[int] = frozenset()) -> str | None:
+    """``turns.observation`` of a reply: the environment's answer to it. Set-up text sent with the answer (rules re-sent,
+    few-shot examples, earlier exchanges: ``injected`` positions and assistant-role messages, which the transcript
+    marks as the environment's injected turns) is not copied in: one bracketed line says how many such messages
+    came with it, so no example reply ever reads as the model's."""
     if not messages:
         return None
-    if len(messages) == 1:  # the usual case
+    if len(messages) == 1 and not injected and messages[0].get("role") != "assistant":  # the usual case
         return messages[0].get("content") or ""
-    return "\n".join(m.get("content") or "" for m in messages)
+    own = [m for i, m in enumerate(messages) if i not in injected and m.get("role") != "assistant"]
+    text = "\n".join(m.get("content") or "" for m in own)
+    setup = len(messages) - len(own)
+    if not setup:
+        return text
+    mark = (f"[with {counted(setup, 'set-up message')} of the environment (rules, examples, earlier exchanges): in the "
+            "transcript as its injected turns, not the model's words]")
+    return f"{mark}\n{text}" if own else mark
 
 
 async def run_episode(env: Environment, spec: EpisodeSpec, agent: AgentFn, judge: AgentFn | None = None,
@@ -151,7 +163,7 @@ async def run_episode(env: Environment, spec: EpisodeSpec, agent: AgentFn, judge
             finally:
                 _STEP_TURN.reset(step_turn)
             row.action, row.valid, row.error = step.action, step.valid, step.error
-            row.observation = _observation_text(step.observation)
+            row.observation = _observation_text(step.observation, step.injected)
             if step.restart:  # a fresh conversation: only the observation is sent next
                 messages = []
             else:

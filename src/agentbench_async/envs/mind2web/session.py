@@ -97,7 +97,9 @@ class Mind2WebSession(Session):
                 valid, error = False, f"answer {parsed.letter} names no choice (this round has B-{chr(ord('A') + len(choices))})"
         action = f"Answer: {parsed.letter}" + (f" -> {picked}" if picked else "") + (f" {parsed.action.strip()}" if parsed.action.strip() else "")
         if len(self._pool) > 1:
-            return Step(observation=await self._next_round(), restart=True, action=action, valid=valid, error=error)
+            messages = await self._next_round()  # the few-shot examples, then this round's page and question
+            return Step(observation=messages, restart=True, action=action, valid=valid, error=error,
+                        injected=frozenset(range(len(messages) - 1)))  # fmt: skip
         return Step(action=action, valid=valid, error=error, outcome=self._final())
 
     async def on_context_limit(self, error: str) -> Outcome:
