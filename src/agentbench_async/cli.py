@@ -32,6 +32,19 @@ def _count_or_auto(text: str) -> int | str:
         raise argparse.ArgumentTypeError(f"expected a number or auto, got {text!r}") from None
 
 
+def _price(text: str) -> tuple[str, tuple[float, float]]:
+    """``--price MODEL=IN,OUT``: USD per 1M input and output tokens."""
+    model, _, pair = text.rpartition("=")
+    parts = pair.split(",")
+    try:
+        prices = (float(parts[0]), float(parts[1])) if model and len(parts) == 2 else None
+    except ValueError:
+        prices = None
+    if prices is None or min(prices) < 0:
+        raise argparse.ArgumentTypeError(f"expected MODEL=IN,OUT (USD per 1M input, output tokens, e.g. gpt-4o=2.5,10), got {text!r}")
+    return model, prices
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="agentbench", description="AgentBench as a high-throughput asyncio evaluation engine.")
     p.add_argument("--version", action="version", version=f"agentbench-async {__version__}")
@@ -110,6 +123,9 @@ def _parser() -> argparse.ArgumentParser:
     rep.add_argument("--json", action="store_true", help="print JSON instead of tables")
     rep.add_argument("--pool", action="store_true", help="merge the configurations of a model x environment into one row "
                      "(by default each deciding configuration, e.g. --history full vs agentbench, has its own row)")
+    rep.add_argument("--price", type=_price, action="append", metavar="MODEL=IN,OUT",
+                     help="USD per 1M input and output tokens for MODEL's cost (repeatable; overrides price_in/price_out "
+                     "stored with its runs), e.g. --price gpt-4o=2.5,10")
 
     sql = sub.add_parser("sql", help="run SQL against a run file (read-only)")
     sql.add_argument("path", type=Path, metavar="PATH.duckdb", help="the result file (opened read-only)")
@@ -382,7 +398,8 @@ def _cmd_sql(args: argparse.Namespace) -> int:
 def _cmd_report(args: argparse.Namespace) -> int:
     from .analytics import commands
 
-    return commands.report(args.paths, html=args.html, json_out=args.json, console=_console, pool=args.pool)
+    return commands.report(args.paths, html=args.html, json_out=args.json, console=_console, pool=args.pool,
+                           prices=dict(args.price or []))
 
 
 def _cmd_show(args: argparse.Namespace) -> int:

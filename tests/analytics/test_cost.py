@@ -110,3 +110,23 @@ def test_old_files_report_cost_at_list_price(known_run: Path):
     total = sum(r["cost_usd"] for r in cost)
     assert total == pytest.approx((raw["i"] * 2.0 + raw["o"] * 8.0) / 1e6)
     assert all(r["cost_usd"] == r["cost_list_usd"] == r["cost_no_batch_usd"] and r["cache_hit_share"] == 0 for r in cost)
+
+
+def test_report_price_flag_prices_a_model_the_run_gave_no_price(known_run: Path):
+    """``report --price MODEL=IN,OUT`` (the README promised prices passed to report; there was no such option): beta ran
+    without prices, so its cost was 'no price'; given on the command line it is its tokens at those prices."""
+    import subprocess
+    import sys
+
+    def usage(*flags: str) -> dict[str, object]:
+        proc = subprocess.run([sys.executable, "-m", "agentbench_async.cli", "report", str(known_run), "--json", *flags],
+                              capture_output=True, text=True, timeout=120)  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        return next(r for r in json.loads(proc.stdout)["operations"]["usage"] if r["model"] == "beta")
+
+    assert usage()["cost_usd"] is None
+    priced = usage("--price", "beta=1.5,6")
+    assert priced["cost_usd"] == pytest.approx((priced["input_tokens"] * 1.5 + priced["output_tokens"] * 6) / 1e6)
+    bad = subprocess.run([sys.executable, "-m", "agentbench_async.cli", "report", str(known_run), "--price", "beta=1.5"],
+                         capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert bad.returncode == 2 and "--price: expected MODEL=IN,OUT" in bad.stderr and "Traceback" not in bad.stderr

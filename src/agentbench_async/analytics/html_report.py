@@ -233,7 +233,7 @@ def _operations_section(report: Report) -> str:
         + _table(["model", "caller", "requests", "attempts", "retries", "failed", "tokens in", "tokens out", "cache hit %", "cost USD",
                   "p50 ms", "p90 ms", "p99 ms", "max ms"], usage)
         + '<p class="note">Cost = tokens × the model\'s price per 1M tokens (price_in, price_cached_in, price_cache_write, '
-          "price_out in the run config, or given to the report), less the batch discount for batched calls; cache hit % = "
+          "price_out in the run config, or report --price MODEL=IN,OUT), less the batch discount for batched calls; cache hit % = "
           "input tokens read from the provider's prompt cache.</p>"
         + _cost_table(report)
         + _table(["model", "HTTP status", "attempts", "retries", "failed", "mean Retry-After s", "example error"], statuses, left=1)
