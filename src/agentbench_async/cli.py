@@ -32,6 +32,12 @@ def _count_or_auto(text: str) -> int | str:
         raise argparse.ArgumentTypeError(f"expected a number or auto, got {text!r}") from None
 
 
+def _turn_caps(env: Any) -> str:
+    """``envs``' turn cap: one number, or text mode's / tools mode's where they differ (webshop: ``10 / 20``)."""
+    text, tools = env.turn_cap("text"), env.turn_cap("tools")
+    return str(text) if not env.supports_tools or text == tools else f"{text} / {tools}"
+
+
 def _price(text: str) -> tuple[str, tuple[float, float]]:
     """``--price MODEL=IN,OUT``: USD per 1M input and output tokens."""
     model, _, pair = text.rpartition("=")
@@ -465,9 +471,10 @@ def _cmd_envs(args: argparse.Namespace) -> int:
             except AgentBenchError as exc:
                 counts.append("?")
                 about.append((name, f"{split} split", str(exc)))
-        table.add_row(name, env.metric, *counts, str(env.max_turns), "yes" if env.supports_tools else "no")
+        table.add_row(name, env.metric, *counts, _turn_caps(env), "yes" if env.supports_tools else "no")
         about.append((name, env.description + (f" (plugin from {plugins()[name].package})" if name in plugins() else ""), env.requires))
     print_table(_console, table, keys=1)
+    _console.print("turn cap: the most replies an episode gets; 'text / tools' where the action modes differ", highlight=False)
     # the long texts as wrapped paragraphs, not as table cells (they would be a word per line at 80 columns)
     for name, description, needs in about:
         _console.print(f"[bold]{escape(name)}[/]: {escape(description)}", highlight=False)

@@ -168,6 +168,9 @@ class Environment(abc.ABC):
     name: ClassVar[str]
     description: ClassVar[str] = ""
     max_turns: ClassVar[int]
+    # A mode's own cap where its sessions stop before ``max_turns`` (webshop's text mode: v0.2's 10 rounds, tools
+    # mode FC's 20): what `agentbench envs` shows per action mode (``turn_cap``)
+    turn_caps: ClassVar[Mapping[str, int]] = {}
     metric: ClassVar[str] = "success rate"  # what ``score`` means, for reports
     supports_tools: ClassVar[bool] = False
     requires: ClassVar[str] = "nothing"  # what must be installed, shown by `agentbench envs`
@@ -244,6 +247,11 @@ class Environment(abc.ABC):
         ``settings.deviations``, shown beside the scores. Decided from the stored settings alone (no files read),
         so old result files get the same answer. Generic ones (data, split, ``result_options``) are found there."""
         return []
+
+    @classmethod
+    def turn_cap(cls, action_mode: str) -> int:
+        """The most replies an episode in ``action_mode`` gets (``turn_caps``, else ``max_turns``)."""
+        return cls.turn_caps.get(action_mode, cls.max_turns)
 
     def __init__(self, *, data_dir: Path | None = None, options: dict[str, Any] | None = None) -> None:
         self.data_dir = data_dir

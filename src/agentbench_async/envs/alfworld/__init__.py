@@ -30,7 +30,7 @@ from ...environment import Deviation, EnvUnavailableError, Environment, EpisodeC
 from ..upstream_prompts import FC, V02, upstream_path, wording_deviations
 from .engine import GamePool, kept_folder
 from .prompts import UPSTREAM_TASK, Prompts, load_prompts
-from .session import MAX_STEPS, ALFWorldSession
+from .session import FC_MAX_STEPS, MAX_STEPS, ALFWorldSession
 from .tasks import (OFFICIAL_PROMPTS, VARIANTS, alfworld_data_root, builtin_root, check_game_folders, load_examples, load_tasks,
                     official_folder, require_official_root, split_path)
 
@@ -43,6 +43,7 @@ class ALFWorldEnvironment(Environment):
     name: ClassVar[str] = "alfworld"
     description: ClassVar[str] = "House-Holding (ALFWorld): reach a goal in a text household by picking admissible actions"
     max_turns: ClassVar[int] = MAX_STEPS
+    turn_caps: ClassVar[Mapping[str, int]] = {"text": MAX_STEPS, "tools": FC_MAX_STEPS}
     metric: ClassVar[str] = "success rate"
     supports_tools: ClassVar[bool] = True  # AgentBench FC: one function, take_action(action)
     requires: ClassVar[str] = "the alfworld extra (alfworld, textworld); official games: ALFWorld's json_2.1.1 data via --alfworld-data DIR"

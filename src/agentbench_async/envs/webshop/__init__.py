@@ -33,7 +33,7 @@ from ...environment import Deviation, Environment, EpisodeContext, Option, Sessi
 from ..upstream_prompts import FC, V02, upstream_path, wording_deviations
 from .catalog import DEFAULT_PRICE_SEED, Catalog, load_catalog
 from .nouns import DEFAULT_SPACY_MODEL, SOURCES, default_source, noun_tagger
-from .protocol import FC_ROUNDS, UPSTREAM_TASK, Prompts, load_prompts
+from .protocol import FC_ROUNDS, MAX_ROUNDS, UPSTREAM_TASK, Prompts, load_prompts
 from .session import WebShopSession
 from .site import Shop
 from .tasks import DataSource, data_source, make_tasks
@@ -45,6 +45,7 @@ class WebShopEnvironment(Environment):
     name: ClassVar[str] = "webshop"
     description: ClassVar[str] = "Web Shopping (WebShop): search a catalog, pick a product and its options, buy it"
     max_turns: ClassVar[int] = FC_ROUNDS  # tools mode's (AgentBench FC); text sessions stop at v0.2's 10 rounds
+    turn_caps: ClassVar[Mapping[str, int]] = {"text": MAX_ROUNDS, "tools": FC_ROUNDS}
     metric: ClassVar[str] = "reward"
     supports_tools: ClassVar[bool] = True
     requires: ClassVar[str] = "nothing (numpy, rapidfuzz); official goals: WebShop's data files via --webshop-data DIR"
