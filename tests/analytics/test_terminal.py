@@ -72,6 +72,10 @@ def test_demo_ends_with_a_short_summary_and_the_commands_to_see_more(demo: tuple
     assert "HTTP attempts per status" not in stdout  # the full report is one command away, not printed
     assert len(stdout.splitlines()) < 25
     assert max(len(line) for line in stdout.splitlines() if "agentbench " not in line) <= 80
+    # five of the eight environments: every OA says it is partial, and how many it averages (before: a bare number)
+    oa_cells = re.findall(r"^│ mock-\w+ .*│ ([^│]*?) │$", stdout, re.M)
+    assert oa_cells and all(re.fullmatch(r"\d+\.\d\d partial \(5/8\)", cell.strip()) for cell in oa_cells), oa_cells
+    assert "partial OA: over the environments played only" in " ".join(stdout.split())
 
 
 def test_demo_summary_reads_solved_games_as_solved_and_replies_as_the_model_s(demo: tuple[Path, str]) -> None:

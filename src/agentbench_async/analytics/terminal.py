@@ -410,7 +410,8 @@ def render_summary(report: Report, console: Console, path: str) -> None:
         console.print("no finished episodes yet")
         return
     envs = sorted(report.scores["env"].unique().to_list())
-    oa = {shown(r): r["oa"] for r in report.overall.iter_rows(named=True)}
+    oa = {shown(r): f"{r['oa']:.2f}" if r["complete"] else f"{r['oa']:.2f} partial ({r['envs_run']}/8)"
+          for r in report.overall.iter_rows(named=True)}  # fmt: skip
     table = Table(title="Scores (%) per model and environment, and the overall AgentBench score (OA)", title_justify="left")
     table.add_column("model")
     for env in envs:
@@ -421,8 +422,10 @@ def render_summary(report: Report, console: Console, path: str) -> None:
         cells.setdefault(shown(r), {})[r["env"]] = r["score"]
     for name in sorted(cells):
         table.add_row(escape(name), *[pct(cells[name].get(env), 0) if env in cells[name] else "" for env in envs],
-                      f"{oa[name]:.2f}" if name in oa else "–")  # fmt: skip
+                      oa.get(name, "–"))  # fmt: skip
     print_table(console, table, keys=1)
+    if any("partial" in text for text in oa.values()):
+        console.print("partial OA: over the environments played only (N/8); the paper's OA averages all eight", highlight=False)
     for line in notes.config_lines(report.configs, report.pooled):
         console.print(f"[yellow]{escape(line)}[/]", highlight=False)
     console.print("[bold]Most common failure classes[/] (episodes, share of the model's episodes)", highlight=False)
