@@ -12,27 +12,35 @@ SELECT * FROM (VALUES
     (8, 'mind2web', 'WB', 11.6, 'step success rate')
 ) AS w(position, env, abbrev, weight_inv, metric);
 
--- env_scores: each model x env x configuration's metric = mean of episodes.score over the model's own outcomes
--- (infrastructure failures are not in the denominator; they are counted in the infra columns). One row per
+-- env_scores: each model x env x configuration's metric = mean of episodes.score over every episode, as the paper
+-- counts every sample: an infrastructure failure (env_error, model_error, cancelled) counts as a failure (score 0)
+-- and is shown apart in the infra columns. env_scores_outcomes is the same table over the model's own outcomes only
+-- (infrastructure failures out of the denominator: `agentbench report --denominator outcomes`). One row per
 -- deciding configuration (config_id, see episode_outcomes): two configurations are never one score.
 -- is_binary = every counted score is 0 or 1, and then wilson_low/wilson_high is the 95% Wilson interval;
 -- for other metrics the report computes a bootstrap interval (Python, fixed seed).
-CREATE OR REPLACE VIEW env_scores AS
-WITH agg AS (
+CREATE OR REPLACE VIEW env_scores_by_denominator AS
+WITH counted AS (
+    SELECT o.*, d.denominator,
+        CASE WHEN d.denominator = 'paper' THEN coalesce(o.counted_score, 0.0) ELSE o.counted_score END AS denominator_score
+    FROM episode_outcomes AS o
+    CROSS JOIN (VALUES ('paper'), ('outcomes')) AS d(denominator)
+), agg AS (
     SELECT
         model,
         env,
-        count(*) FILTER (WHERE NOT infra) AS n,
-        avg(counted_score) AS score,
+        denominator,
+        count(*) FILTER (WHERE denominator = 'paper' OR NOT infra) AS n,
+        avg(denominator_score) AS score,
         count(*) FILTER (WHERE NOT infra AND coalesce(success, false)) AS successes,
-        coalesce(bool_and(counted_score IN (0.0, 1.0)), true) AS is_binary,
+        coalesce(bool_and(denominator_score IN (0.0, 1.0)), true) AS is_binary,
         count(*) FILTER (WHERE status = 'env_error') AS env_errors,
         count(*) FILTER (WHERE status = 'model_error') AS model_errors,
         count(*) FILTER (WHERE status = 'cancelled') AS cancelled,
         count(*) AS episodes,
         config_id
-    FROM episode_outcomes
-    GROUP BY model, env, config_id
+    FROM counted
+    GROUP BY model, env, denominator, config_id
 ), wil AS (
     SELECT *,
         1.959963984540054 AS z
@@ -56,9 +64,16 @@ SELECT
     model_errors,
     cancelled,
     episodes,
-    config_id
+    config_id,
+    denominator
 FROM wil
 LEFT JOIN agentbench_weights AS w USING (env);
+
+CREATE OR REPLACE VIEW env_scores AS
+SELECT * EXCLUDE (denominator) FROM env_scores_by_denominator WHERE denominator = 'paper';
+
+CREATE OR REPLACE VIEW env_scores_outcomes AS
+SELECT * EXCLUDE (denominator) FROM env_scores_by_denominator WHERE denominator = 'outcomes';
 
 -- overall_score: the AgentBench overall score per model and configuration, OA = mean over environments of
 -- (score in percent) / weight_inv. With all eight environments run it is the paper's OA; otherwise it

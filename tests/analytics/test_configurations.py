@@ -44,12 +44,13 @@ def two_configs(write_run: WriteRun) -> Path:
 def test_two_configurations_are_two_labelled_rows_never_one_pooled_score(two_configs: Path) -> None:
     data = _json(two_configs)
     kg = sorted((r for r in data["scores"] if r["env"] == "kg"), key=lambda r: r["config"])
-    # before: one kg row with n = 9 (5 + 4 episodes of the same tasks) and one interval; now one row per configuration
-    assert [(r["config"], r["n"]) for r in kg] == [("history: agentbench", 5), ("history: full", 4)]
-    assert kg[1]["score"] == pytest.approx(2.5 / 4) and kg[0]["score"] == pytest.approx(1.75 / 5)
+    # before: one kg row with n = 10 (6 + 4 episodes of the same tasks) and one interval; now one row per configuration
+    # (every episode counts, the paper's denominator: the cancelled kg episode of the first configuration scores 0)
+    assert [(r["config"], r["n"]) for r in kg] == [("history: agentbench", 6), ("history: full", 4)]
+    assert kg[1]["score"] == pytest.approx(2.5 / 4) and kg[0]["score"] == pytest.approx(1.75 / 6)
     assert {r["config_id"] for r in kg} == {"aaaa1111", "bbbb2222"}
     os_rows = [r for r in data["scores"] if r["env"] == "os"]  # played in the first configuration only: labelled as such
-    assert [(r["config"], r["n"]) for r in os_rows] == [("history: agentbench", 9)]
+    assert [(r["config"], r["n"]) for r in os_rows] == [("history: agentbench", 10)]
     assert sorted((r["config"], r["envs_run"]) for r in data["overall"]) == [("history: agentbench", 2), ("history: full", 1)]
     classes = [(r["config"], r["total"]) for r in data["failure_classes"] if r["env"] == "kg"]
     assert sorted(classes) == [("history: agentbench", 6), ("history: full", 4)]
@@ -75,7 +76,7 @@ def test_the_terminal_report_labels_the_rows_and_says_they_are_kept_apart(two_co
 def test_pool_merges_configurations_only_when_asked_and_says_so(two_configs: Path) -> None:
     pooled = _json(two_configs, pool=True)
     kg = [r for r in pooled["scores"] if r["env"] == "kg"]
-    assert pooled["pooled"] and len(kg) == 1 and kg[0]["n"] == 9 and kg[0]["config"] == "pooled: 2 configurations"
+    assert pooled["pooled"] and len(kg) == 1 and kg[0]["n"] == 10 and kg[0]["config"] == "pooled: 2 configurations"
     text = " ".join(_printed(commands.report, [two_configs], html=None, json_out=False, pool=True).split())
     assert "--pool: rows merge several configurations (alpha · kg)" in text and "a task run in two counts twice" in text
 
@@ -124,5 +125,5 @@ def test_html_report_and_demo_summary_carry_the_labels(two_configs: Path, tmp_pa
     assert "2 configurations, one row each" in page
     text = _printed(commands.summary, two_configs, width=120)
     assert re.search(r"alpha \(history: full\)\s+│\s+62\s+│\s+│", text), text  # its own kg score (62.5%), no os
-    assert re.search(r"alpha \(history: agentbench\)\s+│\s+35\s+│\s+44\s+│", text), text  # kg 35%, os 44%
+    assert re.search(r"alpha \(history: agentbench\)\s+│\s+29\s+│\s+40\s+│", text), text  # kg 1.75/6, os 4/10
     assert "alpha (history: agentbench): completed wrong 5 (31%)" in text and "alpha (history: full): completed wrong 2 (50%)" in text

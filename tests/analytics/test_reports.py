@@ -59,30 +59,50 @@ def test_paper_table_lumps_env_and_api_errors_into_task_limit(known_run: Path) -
     assert paper[("alpha", "kg")]["completed"] == pytest.approx(0.8)
 
 
-def test_scores_exclude_infrastructure_failures_and_carry_intervals(known_run: Path) -> None:
+def test_scores_count_every_episode_as_the_paper_and_show_infrastructure_failures_apart(known_run: Path) -> None:
+    """The paper's denominator (the default): every sample counts, an env_error/model_error/cancelled episode as a
+    failure (score 0), and the infrastructure counts stay beside the score."""
     with load(known_run) as res:
         rep = build_report(res)
     s = {(r["model"], r["env"]): r for r in rep.scores.iter_rows(named=True)}
     alpha_os = s[("alpha", "os")]
+    assert (alpha_os["n"], alpha_os["env_errors"], alpha_os["episodes"]) == (10, 1, 10)
+    assert alpha_os["score"] == pytest.approx(4 / 10)
+    assert alpha_os["ci_method"] == "wilson"
+    assert (alpha_os["ci_low"], alpha_os["ci_high"]) == pytest.approx(wilson_interval(4, 10))
+    beta_os = s[("beta", "os")]
+    assert (beta_os["n"], beta_os["model_errors"], beta_os["score"]) == (10, 1, pytest.approx(1 / 10))
+    kg = s[("alpha", "kg")]
+    assert kg["metric"] == "F1" and kg["n"] == 6 and kg["cancelled"] == 1
+    assert kg["score"] == pytest.approx((1.0 + 0.5 + 0.25) / 6)
+    assert kg["ci_method"] == "bootstrap"
+    assert (kg["ci_low"], kg["ci_high"]) == bootstrap_interval([0.0, 0.0, 0.0, 0.25, 0.5, 1.0])
+    assert kg["ci_low"] < kg["score"] < kg["ci_high"]
+
+
+def test_outcomes_denominator_leaves_infrastructure_failures_out(known_run: Path) -> None:
+    """``--denominator outcomes``: the model's own outcomes only (env_error/model_error/cancelled not in n)."""
+    with load(known_run) as res:
+        rep = build_report(res, denominator="outcomes")
+    s = {(r["model"], r["env"]): r for r in rep.scores.iter_rows(named=True)}
+    alpha_os = s[("alpha", "os")]
     assert (alpha_os["n"], alpha_os["env_errors"], alpha_os["episodes"]) == (9, 1, 10)
     assert alpha_os["score"] == pytest.approx(4 / 9)
-    assert alpha_os["ci_method"] == "wilson"
     assert (alpha_os["ci_low"], alpha_os["ci_high"]) == pytest.approx(wilson_interval(4, 9))
     assert (round(alpha_os["ci_low"], 4), round(alpha_os["ci_high"], 4)) == (0.1888, 0.7333)
     beta_os = s[("beta", "os")]
     assert (beta_os["n"], beta_os["model_errors"], beta_os["score"]) == (9, 1, pytest.approx(1 / 9))
     kg = s[("alpha", "kg")]
-    assert kg["metric"] == "F1" and kg["n"] == 5 and kg["cancelled"] == 1
-    assert kg["score"] == pytest.approx((1.0 + 0.5 + 0.25) / 5)
-    assert kg["ci_method"] == "bootstrap"
+    assert kg["n"] == 5 and kg["score"] == pytest.approx((1.0 + 0.5 + 0.25) / 5)
     assert (kg["ci_low"], kg["ci_high"]) == bootstrap_interval([0.0, 0.0, 0.25, 0.5, 1.0])
-    assert kg["ci_low"] < kg["score"] < kg["ci_high"]
+    oa = {r["model"]: r for r in rep.overall.iter_rows(named=True)}
+    assert oa["alpha"]["oa"] == pytest.approx((100 * 4 / 9 / 10.8 + 35.0 / 13.9) / 2)
 
 
 def test_overall_score_is_labelled_partial(known_run: Path) -> None:
     with load(known_run) as res:
         oa = {r["model"]: r for r in build_report(res).overall.iter_rows(named=True)}
-    assert oa["alpha"]["oa"] == pytest.approx((100 * 4 / 9 / 10.8 + 35.0 / 13.9) / 2)
+    assert oa["alpha"]["oa"] == pytest.approx((100 * 4 / 10 / 10.8 + 100 * 1.75 / 6 / 13.9) / 2)
     assert not oa["alpha"]["complete"]
     assert oa["alpha"]["label"] == "OA (partial: 2 of 8 environments: OS, KG)"
     assert oa["beta"]["label"] == "OA (partial: 1 of 8 environments: OS)"
@@ -223,9 +243,15 @@ def test_report_command_terminal_and_json(known_run: Path) -> None:
     assert commands.report([known_run], html=None, json_out=True, console=con) == 0
     data = json.loads(con.export_text())
     scores = {(r["model"], r["env"]): r for r in data["scores"]}
-    assert scores[("alpha", "os")]["n"] == 9
+    assert scores[("alpha", "os")]["n"] == 10 and scores[("alpha", "os")]["env_errors"] == 1  # the paper's denominator
     assert data["paper_failure_table"]["convention"].startswith("AgentBench paper")
     assert {r["model"] for r in data["overall"]} == {"alpha", "beta"}
+    # the model's own outcomes only, through the CLI
+    proc = subprocess.run([sys.executable, "-m", "agentbench_async.cli", "report", str(known_run), "--json", "--denominator", "outcomes"],
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    scores = {(r["model"], r["env"]): r for r in json.loads(proc.stdout)["scores"]}
+    assert scores[("alpha", "os")]["n"] == 9 and scores[("alpha", "os")]["score"] == pytest.approx(4 / 9)
 
 
 def test_show_prints_transcript_events_and_calls(known_run: Path) -> None:

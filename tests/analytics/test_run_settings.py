@@ -31,8 +31,8 @@ def test_defaults_are_agentbench_and_opt_ins_are_recorded(tmp_path: Path) -> Non
     default = build_config({"out": str(tmp_path / "x.duckdb"), "models": ["m"], "envs": ["os"]}, where="test")
     assert default.history == "agentbench"
     assert default.split == "test" and default.action_mode == "text"
-    # the only default that is not the paper's: without --data-dir the built-in suites run
-    assert [d["setting"] for d in default.public_dict()["agentbench_deviations"]] == ["data"]
+    # the only default that is not the paper's: without --data-dir the built-in suites run, in the project's wording
+    assert [d["setting"] for d in default.public_dict()["agentbench_deviations"]] == ["data", "os.prompts"]
     opted = _config(tmp_path, history="full", split="dev", envs=["ltp"], env_options={"ltp": {"rounds": "10", "language": "en"}},
                     judge={"name": "gpt-4o-mini", "temperature": 0}, data_dir=str(tmp_path))
     lines = {d["setting"]: d for d in opted["agentbench_deviations"]}
@@ -50,16 +50,17 @@ def test_report_prints_the_settings_that_differ_above_the_scores(write_run: Writ
     assert line in text
     assert "data: built-in task suites — not the paper's tasks" in text
     assert text.index(line) < text.index("Scores") < text.index("Overall AgentBench score")
-    assert "differs: history, data" in text[text.index("Scores"):]  # beside the score, named as in the list
+    assert "differs: history, data, os.prompts" in text[text.index("Scores"):]  # beside the score, named as in the list
     con = _console()
     commands.report([path], html=None, json_out=True, console=con)
     data = json.loads(con.export_text())
-    assert {r["setting"]: r["value"] for r in data["settings_differing_from_agentbench"]} == {"history": "full", "data": "built-in task suites"}
-    assert [r["settings"] for r in data["scores"]] == ["differs: history, data"]
+    assert {r["setting"]: r["value"] for r in data["settings_differing_from_agentbench"]} == {
+        "history": "full", "data": "built-in task suites", "os.prompts": "the project's own instruction and one-shot example"}
+    assert [r["settings"] for r in data["scores"]] == ["differs: history, data, os.prompts"]
     with load(path) as res:
         html = render_html(build_report(res))
     assert html.index("history: full — not comparable to the paper") < html.index("<h2>Scores</h2>")
-    assert ">differs: history, data</td>" in html
+    assert ">differs: history, data, os.prompts</td>" in html
 
 
 def test_each_score_names_only_the_differences_that_concern_its_environment(write_run: WriteRun, tmp_path: Path) -> None:

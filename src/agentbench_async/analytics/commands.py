@@ -34,15 +34,18 @@ def report(
     console: Console,
     prices: dict[str, tuple[float, float]] | None = None,
     pool: bool = False,
+    denominator: str = "paper",
 ) -> int:
-    """``agentbench report FILE [FILE...] [--html OUT] [--json] [--pool]``: every table, for several files together.
+    """``agentbench report FILE [FILE...] [--html OUT] [--json] [--pool] [--denominator paper|outcomes]``: every
+    table, for several files together.
 
     ``prices`` are USD per 1M input/output tokens per model name; they override ``price_in``/``price_out``
     stored in the runs' config. Each deciding configuration of a model x environment has its own row unless
-    ``pool`` merges them.
+    ``pool`` merges them. ``denominator``: ``paper`` counts every episode (infrastructure failures as failures),
+    ``outcomes`` the model's own outcomes only.
     """
     with load(paths, pool=pool) as res:
-        rep = build_report(res, prices)
+        rep = build_report(res, prices, denominator)
     if html is not None:
         write_html(rep, html)
     if json_out:

@@ -101,8 +101,10 @@ def _rows(frame: pl.DataFrame) -> list[dict[str, Any]]:
     return [{k: _jsonable(v) for k, v in row.items()} for row in frame.iter_rows(named=True)]
 
 
-def build_report(res: Results, prices: Prices | None = None) -> Report:
-    env_scores = scores.env_scores(res)
+def build_report(res: Results, prices: Prices | None = None, denominator: str = "paper") -> Report:
+    """Every table of the report; ``denominator`` (``paper``: every episode, infrastructure failures scored 0;
+    ``outcomes``: the model's own outcomes only) decides the scores and OA."""
+    env_scores = scores.env_scores(res, denominator)
     runs = res.sql(
         """
         SELECT r.run_id, r.created_at, r.command, r.version, r.finished_at, r.interrupted, r.source_file,

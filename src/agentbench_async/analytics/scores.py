@@ -8,19 +8,23 @@ from .loading import Results
 from .stats import ABBREV, WEIGHT_INV, bootstrap_interval, overall_score
 
 
-def env_scores(res: Results) -> pl.DataFrame:
+DENOMINATORS = ("paper", "outcomes")
+
+
+def env_scores(res: Results, denominator: str = "paper") -> pl.DataFrame:
     """The ``env_scores`` view (one row per model x env x configuration) plus ``ci_low``/``ci_high``/``ci_method``
-    (Wilson for 0/1 scores, from the view; a fixed-seed bootstrap of the mean otherwise)."""
-    base = res.env_scores.sort("model", "env", "config_id")
+    (Wilson for 0/1 scores, from the view; a fixed-seed bootstrap of the mean otherwise). ``denominator``: ``paper``
+    (every episode; an infrastructure failure scores 0, as the paper counts every sample) or ``outcomes`` (the
+    model's own outcomes only: the ``env_scores_outcomes`` view)."""
+    if denominator not in DENOMINATORS:
+        raise ValueError(f"denominator {denominator!r}: use one of {', '.join(DENOMINATORS)}")
+    base = (res.env_scores if denominator == "paper" else res.env_scores_outcomes).sort("model", "env", "config_id")
     if base.is_empty():
         return base.with_columns(
             pl.lit(None, pl.Float64).alias("ci_low"), pl.lit(None, pl.Float64).alias("ci_high"), pl.lit(None, pl.Utf8).alias("ci_method")
         )
-    values = (
-        res.episodes.filter(~pl.col("infra"))
-        .group_by("model", "env", "config_id")
-        .agg(pl.col("counted_score").sort().alias("values"))
-    )
+    counted = res.episodes.with_columns(pl.col("counted_score").fill_null(0.0)) if denominator == "paper" else res.episodes.filter(~pl.col("infra"))
+    values = counted.group_by("model", "env", "config_id").agg(pl.col("counted_score").sort().alias("values"))
     lookup = {(r["model"], r["env"], r["config_id"]): r["values"] for r in values.iter_rows(named=True)}
     lows: list[float | None] = []
     highs: list[float | None] = []
