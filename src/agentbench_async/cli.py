@@ -32,6 +32,25 @@ def _count_or_auto(text: str) -> int | str:
         raise argparse.ArgumentTypeError(f"expected a number or auto, got {text!r}") from None
 
 
+def _turn_caps(env: Any) -> str:
+    """``envs``' turn cap: one number, or text mode's / tools mode's where they differ (webshop: ``10 / 20``)."""
+    text, tools = env.turn_cap("text"), env.turn_cap("tools")
+    return str(text) if not env.supports_tools or text == tools else f"{text} / {tools}"
+
+
+def _price(text: str) -> tuple[str, tuple[float, float]]:
+    """``--price MODEL=IN,OUT``: USD per 1M input and output tokens."""
+    model, _, pair = text.rpartition("=")
+    parts = pair.split(",")
+    try:
+        prices = (float(parts[0]), float(parts[1])) if model and len(parts) == 2 else None
+    except ValueError:
+        prices = None
+    if prices is None or min(prices) < 0:
+        raise argparse.ArgumentTypeError(f"expected MODEL=IN,OUT (USD per 1M input, output tokens, e.g. gpt-4o=2.5,10), got {text!r}")
+    return model, prices
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="agentbench", description="AgentBench as a high-throughput asyncio evaluation engine.")
     p.add_argument("--version", action="version", version=f"agentbench-async {__version__}")
@@ -110,6 +129,9 @@ def _parser() -> argparse.ArgumentParser:
     rep.add_argument("--json", action="store_true", help="print JSON instead of tables")
     rep.add_argument("--pool", action="store_true", help="merge the configurations of a model x environment into one row "
                      "(by default each deciding configuration, e.g. --history full vs agentbench, has its own row)")
+    rep.add_argument("--price", type=_price, action="append", metavar="MODEL=IN,OUT",
+                     help="USD per 1M input and output tokens for MODEL's cost (repeatable; overrides price_in/price_out "
+                     "stored with its runs), e.g. --price gpt-4o=2.5,10")
     rep.add_argument("--denominator", choices=("paper", "outcomes"), default="paper",
                      help="paper (default): every episode counts, an env_error/model_error/cancelled one as a failure, as the "
                      "paper counts every sample; outcomes: only the model's own outcomes (infrastructure failures left out)")
@@ -386,7 +408,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
     from .analytics import commands
 
     return commands.report(args.paths, html=args.html, json_out=args.json, console=_console, pool=args.pool,
-                           denominator=args.denominator)
+                           denominator=args.denominator, prices=dict(args.price or []))
 
 
 def _cmd_show(args: argparse.Namespace) -> int:
@@ -452,9 +474,10 @@ def _cmd_envs(args: argparse.Namespace) -> int:
             except AgentBenchError as exc:
                 counts.append("?")
                 about.append((name, f"{split} split", str(exc)))
-        table.add_row(name, env.metric, *counts, str(env.max_turns), "yes" if env.supports_tools else "no")
+        table.add_row(name, env.metric, *counts, _turn_caps(env), "yes" if env.supports_tools else "no")
         about.append((name, env.description + (f" (plugin from {plugins()[name].package})" if name in plugins() else ""), env.requires))
     print_table(_console, table, keys=1)
+    _console.print("turn cap: the most replies an episode gets; 'text / tools' where the action modes differ", highlight=False)
     # the long texts as wrapped paragraphs, not as table cells (they would be a word per line at 80 columns)
     for name, description, needs in about:
         _console.print(f"[bold]{escape(name)}[/]: {escape(description)}", highlight=False)
