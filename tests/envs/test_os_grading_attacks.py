@@ -142,6 +142,23 @@ async def test_rigged_tools_and_background_processes_do_not_change_a_verdict(san
         assert ok, details
 
 
+async def test_a_removed_tool_folder_fails_the_check_rather_than_run_the_episodes_tools(sandboxed: None) -> None:
+    """/usr/bin removed and a fake `stat` in /usr/local/bin (next on PATH): the check does not run with it, it fails,
+    naming why; not env_error."""
+    env = OSEnvironment(options={})
+    async with _Episode(env) as ep:
+        sandbox, keep = ep.session._sandbox, ep.session._shell.pids()
+        ok, _ = await grade(sandbox, {"check": [_BASH_NSS_CHECK]}, "42", 10, keep=keep)
+        assert ok
+        # (as a script: grading stopped the agent's shell, as it does at the end of every episode)
+        code, out = await run_script(sandbox, {"language": "bash", "code": (
+            "cp -a /usr/bin/. /usr/local/bin/ 2>/dev/null; printf '#!/bin/sh\\necho 99\\n' > /usr/local/bin/stat; "
+            "chmod 755 /usr/local/bin/stat; PATH=/usr/local/bin /usr/local/bin/rm -rf /usr/bin")}, [], 30)  # fmt: skip
+        assert code == 0, out
+        ok, details = await grade(sandbox, {"check": [_BASH_NSS_CHECK]}, "31337", 10, keep=keep)
+        assert not ok and "removed /usr/bin" in details["reason"], details
+
+
 async def test_a_check_that_does_not_finish_is_the_models_failure_not_env_error(sandboxed: None) -> None:
     env = OSEnvironment(options={})
     async with _Episode(env) as ep:

@@ -118,6 +118,8 @@ TOOL_FILES = (
     "etc/ld.so.cache", "etc/ld.so.conf", "etc/nsswitch.conf", "etc/bash.bashrc", "etc/profile",
     "etc/environment", "etc/sudo.conf", "etc/inputrc", "etc/gai.conf", "etc/host.conf",
 )  # fmt: skip
+# the tool folders first on a check's PATH: one the episode removed fails the check (never skipped)
+_PATH_TOOL_DIRS = ("/usr/bin", "/usr/sbin")
 # files a tool would read if they existed (absent from the image): an empty file in a check if the episode made one
 MASKED_FILES = ("etc/ld.so.preload", "usr/pyvenv.cfg", "etc/sudo.conf")
 TOP_LINKS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
@@ -528,6 +530,8 @@ class Warden:
         for fd, target in trees:
             if os.path.exists(target):
                 _move_mount(fd, target)
+            elif target in _PATH_TOOL_DIRS:  # else the episode's /usr/local/bin would be first on PATH
+                raise RuntimeError(f"the episode removed {target}, where a check's commands come from")
         for rel, target in self.links.items():  # the episode replaced /bin, /lib, ...: they show the image's
             try:
                 same = os.readlink("/" + rel) == target
