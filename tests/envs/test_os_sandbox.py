@@ -18,18 +18,26 @@ from agentbench_async.envs.base import EpisodeContext, Task
 from agentbench_async.envs.os_interaction import OSEnvironment
 from agentbench_async.envs.os_interaction import rootfs as rootfs_mod
 from agentbench_async.envs.os_interaction import sandbox as sandbox_mod
+from agentbench_async.envs.os_interaction.limits import DOCKER_NOFILE, NOFILE_TASK, reachable_nofile
 from agentbench_async.errors import EnvUnavailableError
 from agentbench_async.testing import play
 from agentbench_async.types import ModelReply
 from support import REPO, require
 
 # Official tasks that cannot pass on every machine (see docs/envs/os.md).
-NEEDS_NETWORK = {"std-006-new-00005", "std-006-new-00006", "std-006-new-00008"}
-NEEDS_NOFILE = {"std-004-Q09-00000"}  # `echo 123321>file` needs RLIMIT_NOFILE > 123321
+# Their `apt install sudo` now succeeds with no network (sudo waits in the root's apt cache), but the check
+# `sudo whoami` runs with the pristine image's tools, which have no sudo (the checks' tool isolation)
+CHECK_NEEDS_INSTALLED = {"std-006-new-00005", "std-006-new-00006", "std-006-new-00008"}
+# `echo 123321>file` needs RLIMIT_NOFILE > 123321: Docker's default where this process's hard limit allows it
+NEEDS_NOFILE = {"std-004-Q09-00000"} if reachable_nofile(DOCKER_NOFILE) <= NOFILE_TASK else set()
 HOST_MEMORY = {"std-007-bootstrap-00006", "std-007-bootstrap-00018"}  # used-memory % may move between answer and check
-# TARGET_DIR is set only in the init's shell, so the example counts every file of `/`, /proc's per-process
-# entries among them: a process starting or ending between answer and check moves the count (as upstream)
-PROC_COUNT = {"std-007-bootstrap-00008"}
+# What their inits set (00008: `export TARGET_DIR`, 00029: `cd problem_directory`) lasts only in the init's
+# shell, so the example counts every file of `/` (as upstream), /proc's per-process entries among them; find
+# reaches /proc within milliseconds (third entry of `/` on this root), sometimes before bash has forked the
+# pipeline's `wc`, so answer and check may differ by that process's ~250 entries (upstream: the same race)
+PROC_COUNT = {"std-007-bootstrap-00008", "std-007-bootstrap-00029"}
+# upstream's check/size-match.py takes int() of `du -sh`'s "4.0K": no answer passes, there as here (2fa6614)
+UPSTREAM_UNPASSABLE = {"dev-001-dev-00008"}
 STD_SAMPLE = [
     "std-001-stock-00000", "std-002-environment-00002", "std-002-environment-00004", "std-003-ac-00002",
     "std-004-N4-00000", "std-004-Q30-00003", "std-004-Q47-00000", "std-004-Q49-00000", "std-005-new-00000",
@@ -101,16 +109,51 @@ async def test_oracle_official_dev_and_std_sample(sandboxed: None, official_data
     env = make_env("os", data_dir=official_data_dir)
     tasks = list(env.tasks("dev")) + [env.get_task("test", tid) for tid in STD_SAMPLE]
     results = await _oracle_all(env, tasks)
-    assert _failures(results) == {}
+    assert set(_failures(results)) <= UPSTREAM_UNPASSABLE, _failures(results)
 
 
 @pytest.mark.slow
-async def test_oracle_official_std_full(sandboxed: None, official_data_dir: Path) -> None:
+async def test_oracle_official_dev_and_std_full(sandboxed: None, official_data_dir: Path) -> None:
+    """Every official os task (26 dev, 144 std) under the oracle: all pass but the named ones above, and no
+    init fails (no env_error) except Q09's where this machine's open-files hard limit is below 123322."""
     env = make_env("os", data_dir=official_data_dir)
-    results = await _oracle_all(env, list(env.tasks("test")))
-    allowed = NEEDS_NETWORK | NEEDS_NOFILE | HOST_MEMORY | PROC_COUNT
-    assert set(_failures(results)) <= allowed
-    assert sum(o.success for o in results.values()) >= 144 - len(allowed)  # type: ignore[attr-defined]
+    tasks = list(env.tasks("dev")) + list(env.tasks("test"))
+    assert len(tasks) == 26 + 144
+    results = await _oracle_all(env, tasks)
+    failures = _failures(results)
+    assert set(failures) <= CHECK_NEEDS_INSTALLED | NEEDS_NOFILE | HOST_MEMORY | PROC_COUNT | UPSTREAM_UNPASSABLE, failures
+    assert {tid for tid, o in results.items() if o.status == "env_error"} <= NEEDS_NOFILE, failures  # type: ignore[attr-defined]
+
+
+async def test_open_files_limit_is_dockers_where_the_machine_allows(sandboxed: None) -> None:
+    env = OSEnvironment(options={})
+    try:
+        async with _Episode(env) as ep:
+            soft, hard = (await ep.sh("ulimit -Sn; ulimit -Hn")).split()[-2:]
+    finally:
+        await env.close()
+    assert int(soft) == int(hard) == reachable_nofile(DOCKER_NOFILE)  # 1048576, or the engine's hard limit
+
+
+async def test_what_official_tasks_apt_install_installs_with_no_network(os_root: Path) -> None:
+    """The root lacks sudo, as AgentBench's image does; std-006-new-00005's init (`apt update && apt install
+    sudo -y`, run as inits run: stdin at end of file) installs it from the root's apt cache with no network and
+    it works. The overlay lets dpkg rename a new directory into one of the image's (`/usr/libexec/sudo.dpkg-new`:
+    EXDEV before) and lets an image directory be removed (EIO before). The root's manifest lists the .deb."""
+    listed = (os_root.parent / rootfs_mod.OFFLINE_MANIFEST).read_text().split()
+    assert listed[0] == "sudo" and listed[3] == rootfs_mod.offline_debs(os_root)[0][3]
+    init = ("command -v sudo || echo no-sudo-yet > /tmp/log; apt update && apt install sudo -y && sudo whoami >> /tmp/log && "
+            "rm -r /etc/apt/preferences.d && python3 -c \"import os; os.mkdir('/etc/x.new'); os.rename('/etc/x.new', '/etc/x')\"")  # fmt: skip
+    env = OSEnvironment(options={})
+    episode = _Episode(env)
+    episode.task = Task(env="os", split="dev", task_id="probe", data={
+        **episode.task.data, "init": [{"language": "bash", "code": init}]})  # fmt: skip
+    try:
+        async with episode as ep:
+            assert (await ep.sh("cat /tmp/log")).split()[-2:] == ["no-sudo-yet", "root"]
+            assert (await ep.sh("ls -d /etc/x /etc/apt/preferences.d 2>/dev/null")).split()[-1] == "/etc/x"
+    finally:
+        await env.close()
 
 
 async def test_weak_reaches_every_failure_status(sandboxed: None) -> None:
