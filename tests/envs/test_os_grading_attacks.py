@@ -124,6 +124,22 @@ _PY_CHECK = {"language": "python", "code": "import sys\nsys.exit(0 if sys.argv[1
 _BASH_PY_CHECK = {"language": "bash", "code": 'python3 -c "import sys; sys.exit(0 if sys.argv[1].strip() == \'42\' else 1)" "$1"'}
 # a bash check that looks a user up (NSS) and inspects a file with stat
 _BASH_NSS_CHECK = {"language": "bash", "code": 'id root >/dev/null && [ "$(stat -c %s /etc/hostname)" -gt 0 ] && [ "$1" = 42 ]'}
+# a check that runs perl (as Debian's adduser, shasum, rename are): its @INC starts with /etc/perl and /usr/local/share/perl
+_PERL_CHECK = {"language": "bash", "code": 'perl -e \'use strict; use warnings; exit($ARGV[0] eq "42" ? 0 : 1)\' "$1"'}
+_PERL_RIG = (
+    "mkdir -p /usr/local/share/perl/5.36.0 /etc/perl; for d in /usr/local/share/perl/5.36.0 /etc/perl; do "
+    "printf 'print \"31337\\\\n\"; exit 0;\\n1;\\n' > $d/strict.pm; cp $d/strict.pm $d/warnings.pm; done; echo rigged"
+)
+
+
+async def test_a_rigged_perl_library_path_does_not_change_a_verdict(sandboxed: None) -> None:
+    env = OSEnvironment(options={})
+    async with _Episode(env) as ep:
+        assert "rigged" in await ep.sh(_PERL_RIG)
+        assert "31337" in await ep.sh("perl -e 'use strict; print 1'")  # the episode's own perl is rigged
+        sandbox, keep = ep.session._sandbox, ep.session._shell.pids()
+        assert not (await grade(sandbox, {"check": [_PERL_CHECK]}, "31337", 10, keep=keep))[0]
+        assert (await grade(sandbox, {"check": [_PERL_CHECK]}, "42", 10, keep=keep))[0]
 
 
 @pytest.mark.parametrize("check", [_PY_CHECK, _BASH_PY_CHECK, _BASH_NSS_CHECK], ids=["python", "bash-python", "bash-nss"])

@@ -67,6 +67,7 @@ CLONE_NEWPID = 0x20000000
 CLONE_NEWNET = 0x40000000
 MS_RDONLY = 0x1
 MS_NOSUID = 0x2
+MS_NODEV = 0x4
 MS_NOEXEC = 0x8
 MS_REMOUNT = 0x20
 MS_BIND = 0x1000
@@ -112,16 +113,18 @@ CAP_NUMBERS = {
 TOOL_DIRS = (
     "usr/bin", "usr/sbin", "usr/lib", "usr/lib32", "usr/lib64", "usr/libx32", "usr/libexec", "usr/share",
     "usr/local/lib", "etc/alternatives", "etc/ld.so.conf.d", "etc/pam.d", "etc/security", "etc/profile.d",
-    "etc/python3", "etc/python3.11",
+    "etc/python3", "etc/python3.11", "etc/perl",
 )  # fmt: skip
 TOOL_FILES = (
     "etc/ld.so.cache", "etc/ld.so.conf", "etc/nsswitch.conf", "etc/bash.bashrc", "etc/profile",
-    "etc/environment", "etc/sudo.conf", "etc/inputrc", "etc/gai.conf", "etc/host.conf",
+    "etc/environment", "etc/sudo.conf", "etc/inputrc", "etc/gai.conf", "etc/host.conf", "etc/ssl/openssl.cnf",
 )  # fmt: skip
 # the tool folders first on a check's PATH: one the episode removed fails the check (never skipped)
 _PATH_TOOL_DIRS = ("/usr/bin", "/usr/sbin")
 # files a tool would read if they existed (absent from the image): an empty file in a check if the episode made one
-MASKED_FILES = ("etc/ld.so.preload", "usr/pyvenv.cfg", "etc/sudo.conf")
+MASKED_FILES = ("etc/ld.so.preload", "usr/pyvenv.cfg", "etc/sudo.conf", "etc/gitconfig")
+# folders a tool would search if they existed (perl's @INC): an empty read-only folder in a check
+MASKED_DIRS = ("usr/local/share/perl", "usr/local/share/perl5")
 TOP_LINKS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
 _DEV_NODES = ("null", "zero", "full", "random", "urandom", "tty")
 
@@ -511,6 +514,7 @@ class Warden:
             if stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode):
                 tools.append((rel, "/" + rel))
         self.masked = [rel for rel in MASKED_FILES if not os.path.lexists(os.path.join(self.pristine, rel))]
+        self.masked_dirs = [rel for rel in MASKED_DIRS if not os.path.lexists(os.path.join(self.pristine, rel))]
         self.links = {}
         for rel in TOP_LINKS:
             try:
@@ -544,6 +548,9 @@ class Warden:
                 raise RuntimeError(f"/{rel} is a directory")
             if os.path.exists("/" + rel):
                 _move_mount(_open_tree(AT_FDCWD, "/dev/null", OPEN_TREE_CLONE | os.O_CLOEXEC), "/" + rel)
+        for rel in self.masked_dirs:
+            if os.path.isdir("/" + rel):
+                _mount("agentbench-empty", "/" + rel, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NOEXEC | MS_NODEV, "size=4k,mode=0755")
 
     # -- 4: the task's processes, and none of the model's while checks run ----------------------------------
     def _episode_pids(self):

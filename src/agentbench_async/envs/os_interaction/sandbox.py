@@ -45,8 +45,9 @@ __all__ = ["CAPS", "CHECK_PATH", "ROOT_ID_BASE", "IdMap", "Limits", "Sandbox", "
 SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # a check's PATH: the image's tool folders (bound from the pristine image in a check) before the episode's own
 CHECK_PATH = "/usr/sbin:/usr/bin:/sbin:/bin:/usr/local/sbin:/usr/local/bin"
-# a check's environment: no user site-packages (``~/.local`` is the episode's), no bytecode written
-CHECK_ENV = {"PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+# a check's environment: no user site-packages (``~/.local`` is the episode's), no bytecode written, no system git
+# configuration (the episode's /etc/gitconfig could name a program for git to run)
+CHECK_ENV = {"PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1", "GIT_CONFIG_NOSYSTEM": "1"}
 HOSTNAME = "agentbench"
 # What root inside the sandbox may do: own files, change modes/owners, switch users, signal its own
 # processes — all only inside its user namespace. No CAP_SYS_ADMIN (mounts), CAP_MKNOD, CAP_NET_*, CAP_SYS_PTRACE.
