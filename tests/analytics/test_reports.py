@@ -252,6 +252,8 @@ def test_report_command_terminal_and_json(known_run: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     scores = {(r["model"], r["env"]): r for r in json.loads(proc.stdout)["scores"]}
     assert scores[("alpha", "os")]["n"] == 9 and scores[("alpha", "os")]["score"] == pytest.approx(4 / 9)
+    assert json.loads(proc.stdout)["denominator"] == "outcomes" and data["denominator"] == "paper"
+    assert "infrastructure failures as failures (the paper's denominator)" in " ".join(text.split())
 
 
 def test_show_prints_transcript_events_and_calls(known_run: Path) -> None:

@@ -135,12 +135,13 @@ def test_official_tasks_from_an_environment_s_own_download_are_not_flagged(tmp_p
     (tmp_path / "m2w").mkdir()
     official = {"mind2web": {"mind2web_data": str(tmp_path / "m2w")}}
     paper = _config(tmp_path, envs=["mind2web"], env_options=official, data_dir=str(tmp_path))
-    assert paper["agentbench_deviations"] == []
+    assert [d["setting"] for d in paper["agentbench_deviations"]] == ["mind2web.shuffle"]  # upstream's unseeded order, named
     prompt_only = _config(tmp_path, envs=["mind2web", "db"], data_dir=str(tmp_path))
     assert {d["setting"]: d["value"] for d in prompt_only["agentbench_deviations"]} == {"data": "built-in task suites (mind2web)"}
     # --mind2web-data without --data-dir runs the official steps with our few-shot examples: named, not silent
     own_examples = _config(tmp_path, envs=["mind2web"], env_options=official)
-    assert [(d["setting"], d["note"]) for d in own_examples["agentbench_deviations"]] == [("mind2web.prompts", "prompt wording differs")]
+    assert [(d["setting"], d["note"]) for d in own_examples["agentbench_deviations"]] == [("mind2web.shuffle", "candidate order differs"),
+                                                                                      ("mind2web.prompts", "prompt wording differs")]
 
 
 def test_webshop_goal_ranges_and_price_seed_decide_results(tmp_path: Path) -> None:

@@ -86,7 +86,8 @@ async def test_a_pulled_data_dir_plays_card_game_with_upstreams_acknowledgement(
     client = data / "upstream-prompts/v0.2/src/server/tasks/card_game/AI/client.py"
     assert client.is_file()
     raw = {"out": str(tmp_path / "x.duckdb"), "models": ["m"], "envs": ["card_game"], "data_dir": str(data)}
-    assert deviations(build_config(raw, where="test").public_dict()) == []
+    # only the opponents remain (upstream's C++ baselines drew from the clock: never reproducible)
+    assert [d.setting for d in deviations(build_config(raw, where="test").public_dict())] == ["card_game.opponents"]
     env = make_env("card_game", data_dir=data)
     await env.start()
     task = next(iter(env.tasks("test")))

@@ -398,13 +398,16 @@ def test_the_fixed_game_and_own_wording_are_deviations(tmp_path: Path) -> None:
     def settings(data_dir: str | None, **options: str) -> dict[str, str]:
         raw = {"out": str(tmp_path / "x.duckdb"), "models": ["m"], "envs": ["card_game"], "data_dir": data_dir,
                "env_options": {"card_game": options}}  # fmt: skip
-        return {d.setting: d.value for d in deviations(build_config(raw, where="test").public_dict())}
+        found = {d.setting: d.value for d in deviations(build_config(raw, where="test").public_dict())}
+        # always: the opponents are the project's seeded Python, upstream's were C++ seeded by the clock
+        assert "the project's Python engine" in found.pop("card_game.opponents")
+        return found
 
     assert set(settings(str(tmp_path))) == {"card_game.acknowledgement"}  # no AI/client.py there
     client = upstream_path(tmp_path, V02, CLIENT_FILE)
     client.parent.mkdir(parents=True)
     client.write_text("")
-    assert settings(str(tmp_path)) == {}  # AgentBench's game with its texts: the paper's settings
+    assert settings(str(tmp_path)) == {}  # AgentBench's game with its texts: no other difference
     assert settings(str(tmp_path), fixes="false") == {}
     assert set(settings(None)) == {"card_game.prompts"}
     fixed = settings(str(tmp_path), fixes="true")
@@ -425,7 +428,7 @@ async def test_report_shows_the_fixed_game_beside_the_score(tmp_path: Path, offi
     assert commands.report([tmp_path / "fixed.duckdb"], html=None, json_out=False, console=con) == 0
     text = con.export_text()
     assert "card_game.fixes: true: one conversation" in text and text.index("card_game.fixes") < text.index("Scores")
-    assert "differs: card_game.fixes, card_game.prompts" in text[text.index("Scores"):]  # beside the score
+    assert "differs: card_game.opponents, card_game.fixes, card_game.prompts" in text[text.index("Scores"):]  # beside the score
 
 
 def test_a_data_dir_without_client_py_is_a_named_deviation(official_data_dir: Path, tmp_path: Path) -> None:
@@ -437,10 +440,11 @@ def test_a_data_dir_without_client_py_is_a_named_deviation(official_data_dir: Pa
     else:
         assert settled == {"acknowledgement": "own"}
         names = [d.setting for d in CardGameEnvironment.deviations(official_data_dir, settled, "text")]
-        assert names == ["card_game.acknowledgement"]
+        assert names == ["card_game.opponents", "card_game.acknowledgement"]
     shutil.copytree(official_data_dir / "upstream-prompts", tmp_path / "upstream-prompts")
     upstream_path(tmp_path, V02, CLIENT_FILE).write_text("class Client:\n    def llm_call(self, history, prompt, system):\n"
                                                         "        if system:\n            history.append((system, 'Ok.'))\n")  # fmt: skip
     settled = CardGameEnvironment.settled_options(tmp_path, {})
-    assert settled == {"acknowledgement": "upstream"} and CardGameEnvironment.deviations(tmp_path, settled, "text") == []
+    assert settled == {"acknowledgement": "upstream"}
+    assert [d.setting for d in CardGameEnvironment.deviations(tmp_path, settled, "text")] == ["card_game.opponents"]
     assert CardGameEnvironment.settled_options(tmp_path, {"fixes": "true"}) == {"fixes": "true"}  # reads no file

@@ -302,3 +302,27 @@ async def test_with_data_dir_the_first_prompt_is_upstreams_character_for_charact
         expected = [{"role": "assistant" if m["role"] == "agent" else "user", "content": m["content"]} for m in template]
         expected[-1]["content"] = fill.format(seq_context=rnd.page, seq_in=question)
         assert messages == expected
+
+
+def test_official_steps_default_to_upstreams_indices_0_to_99_and_the_shuffle_is_named(tmp_path: Path) -> None:
+    """With Mind2Web's data, upstream's Mind2Web.__init__ defaults (range_min 0, range_max 100) select the samples, as
+    v0.2 ran them; the built-in suite (here read as Mind2Web data: 193 test steps) would otherwise give every step."""
+    from agentbench_async.config import build_config
+    from agentbench_async.envs.mind2web import builtin_dir
+    from agentbench_async.settings import deviations
+
+    official = Mind2WebEnvironment(options={"mind2web_data": str(builtin_dir())})
+    indices = [t.data["index"] for t in official.tasks("test")]
+    assert indices == list(range(100))
+    assert len(list(Mind2WebEnvironment().tasks("test"))) == 193  # the built-in suite: every step
+    wider = Mind2WebEnvironment(options={"mind2web_data": str(builtin_dir()), "range_max": "150"})
+    assert len(list(wider.tasks("test"))) == 150
+
+    def named(options: dict[str, str]) -> dict[str, str]:
+        raw = {"out": str(tmp_path / "x.duckdb"), "models": ["m"], "envs": ["mind2web"], "data_dir": str(tmp_path),
+               "env_options": {"mind2web": {"mind2web_data": str(builtin_dir()), **options}}}  # fmt: skip
+        return {d.setting: d.value for d in deviations(build_config(raw, where="test").public_dict())}
+
+    assert set(named({})) == {"mind2web.shuffle"}  # upstream's process-global random: recorded, never reproduced
+    assert set(named({"range_max": "100"})) == {"mind2web.shuffle"}
+    assert named({"range_max": "150"})["mind2web.range_max"] == "150"

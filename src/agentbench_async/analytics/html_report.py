@@ -88,9 +88,12 @@ def _scores_section(report: Report) -> str:
         ) + ('<p class="note">OA = mean over the environments of score (%) / weight⁻¹ with the paper\'s weights⁻¹ '
              "OS 10.8, DB 13.0, KG 13.9, DCG 12.0, LTP 3.5, HH 13.0, WS 30.7, WB 11.6. A partial OA averages only the "
              "environments that were run and is not comparable with the paper's.</p>")
-    note = ('<p class="note">Each environment\'s metric is the mean of the episode scores over the model\'s own outcomes; '
-            "env_error, model_error and cancelled episodes are not in n (they are infrastructure failures, re-run on "
-            "resume). Intervals: Wilson for 0/1 scores, percentile bootstrap (2000 resamples, fixed seed) otherwise.</p>")
+    counted = ("over every episode, as the paper counts every sample: env_error, model_error and cancelled episodes "
+               "(infrastructure failures, re-run on resume) are in n as failures and counted apart"
+               if report.denominator == "paper" else "over the model's own outcomes; env_error, model_error and cancelled "
+               "episodes are not in n (they are infrastructure failures, re-run on resume; --denominator outcomes)")
+    note = (f'<p class="note">Each environment\'s metric is the mean of the episode scores {counted}. '
+            "Intervals: Wilson for 0/1 scores, percentile bootstrap (2000 resamples, fixed seed) otherwise.</p>")
     configured = "".join(f'<p class="deviations">{escape(line)}</p>' for line in notes.config_lines(report.configs, report.pooled))
     return f"<h2>Scores</h2>{note}{configured}{table}{plot}{overall}"
 

@@ -41,6 +41,7 @@ class Report:
     resume: pl.DataFrame | None = None  # resume_work: what running the same command again would re-run
     rates: pl.DataFrame | None = None  # call_rates: calls per wall-clock second of the runs
     tool_hints: list[str] | None = None  # operations.tool_call_hints
+    denominator: str = "paper"  # paper: every episode in n (infrastructure failures score 0); outcomes: the model's own
     limit_lines: list[str] | None = None  # operations.limit_lines: what each model's request limits paced to
     behaviour: pl.DataFrame | None = None  # behaviour.behaviour_table: loops among task-limit episodes, recovery after errors
 
@@ -58,6 +59,7 @@ class Report:
             "files": self.files,
             "runs": _rows(self.runs),
             "pooled": self.pooled,
+            "denominator": self.denominator,
             "configurations": _rows(self.configs) if self.configs is not None else [],
             "settings_differing_from_agentbench": _rows(self.deviations.drop("line")),
             "scores": _rows(self.scores.drop("wilson_low", "wilson_high")),
@@ -142,4 +144,5 @@ def build_report(res: Results, prices: Prices | None = None, denominator: str = 
         tool_hints=[*operations.tool_call_hints(res), *operations.waiting_hints(res)],
         limit_lines=operations.limit_lines(res),
         behaviour=configs.with_labels(behaviour.behaviour_table(res), table),
+        denominator=denominator,
     )

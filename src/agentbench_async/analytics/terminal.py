@@ -59,9 +59,12 @@ def _short(text: str | None, limit: int = 80) -> str:
 
 
 def scores_table(report: Report) -> Table:
-    table = Table(title="Scores (mean episode score, %; infrastructure failures not counted)", title_justify="left")
+    counted = ("every episode, infrastructure failures as failures (the paper's denominator)" if report.denominator == "paper"
+               else "the model's own outcomes; infrastructure failures not counted")
+    table = Table(title=f"Scores (mean episode score, %; {counted})", title_justify="left")
+    infra_column = "infra (in n)" if report.denominator == "paper" else "infra excluded"
     for col, just in (("model", "left"), ("env", "left"), ("metric", "left"), ("score", "right"), ("95% CI", "right"),
-                      ("n", "right"), ("infra excluded", "right"), ("settings", "left")):
+                      ("n", "right"), (infra_column, "right"), ("settings", "left")):
         table.add_column(col, justify=just)  # type: ignore[arg-type]
     for r in report.scores.iter_rows(named=True):
         infra = r["env_errors"] + r["model_errors"] + r["cancelled"]

@@ -86,7 +86,9 @@ class CardGameEnvironment(Environment):
 
     @classmethod
     def deviations(cls, data_dir: object, options: dict[str, Any], action_mode: str) -> list[Deviation]:
-        out = []
+        out = [Deviation("card_game.opponents", "the project's Python engine and baselines, seeded per game (i, 1000 + i)",
+                         "AgentBench's C++ engine and baselines, seeded by the clock", "the opponent's draws differ",
+                         envs=("card_game",))]  # fmt: skip
         fixed = str(options.get("fixes", "false")).strip().lower() != "false"  # judged from stored settings: never raises
         if fixed:
             out.append(Deviation("card_game.fixes", "true: one conversation, eel and sunfish skills sent, display corrected, "

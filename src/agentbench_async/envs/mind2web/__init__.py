@@ -16,7 +16,7 @@ Options (``--env-option mind2web.KEY=VALUE``):
     ``mind2web_data``  the Mind2Web data folder (``--mind2web-data DIR``)
     ``prompt``         ``cot`` (default, v0.2's ``llm_prompt_cot.json``) or ``plain`` (``llm_prompt.json``)
     ``range_min``, ``range_max``  evaluate only samples with ``range_min <= index < range_max``
-                       (upstream evaluated 0..99 whatever the split's size; default: every sample)
+                       (default with ``--mind2web-data``: upstream's 0..99; the built-in suite: every sample)
     ``capacity``       episodes at once (default 1000)
 """
 
@@ -47,7 +47,8 @@ class Mind2WebEnvironment(Environment):
     metric: ClassVar[str] = "step success rate"
     supports_tools: ClassVar[bool] = False  # AgentBench FC defines no Mind2Web tools
     requires: ClassVar[str] = "nothing (built-in pages); official steps: the Mind2Web data via --mind2web-data DIR"
-    result_options: ClassVar[dict[str, Any]] = {"prompt": "cot", "range_min": None, "range_max": None}
+    # upstream's Mind2Web.__init__ defaults (its configs never set them): samples 0..99 of the split
+    result_options: ClassVar[dict[str, Any]] = {"prompt": "cot", "range_min": 0, "range_max": 100}
     option_specs: ClassVar[dict[str, Option]] = {
         "mind2web_data": Option("text", "the Mind2Web data folder"),
         "prompt": Option("choice", "v0.2's chain-of-thought prompt file or the plain one", choices=tuple(PROMPT_FILES)),
@@ -59,8 +60,9 @@ class Mind2WebEnvironment(Environment):
     def __init__(self, *, data_dir: Path | None = None, options: dict[str, Any] | None = None) -> None:
         super().__init__(data_dir=data_dir, options=options)
         self._variant: str = self.option("prompt", "cot")
-        self._range: tuple[int | None, int | None] = (self.option("range_min"), self.option("range_max"))
         data = self.options.get("mind2web_data")
+        official = (self.result_options["range_min"], self.result_options["range_max"]) if data else (None, None)
+        self._range: tuple[int | None, int | None] = (self.option("range_min", official[0]), self.option("range_max", official[1]))
         self._folder = Path(str(data)).expanduser() if data else builtin_dir()
         if data and not self._folder.is_dir():
             raise ConfigError(f"mind2web: --mind2web-data {self._folder} is not a directory (the Mind2Web download: data_dev/, data_std/, scores_all_data.pkl)")
@@ -99,11 +101,17 @@ class Mind2WebEnvironment(Environment):
 
     @classmethod
     def deviations(cls, data_dir: object, options: dict[str, Any], action_mode: str) -> list[Deviation]:
+        mine = ("mind2web",)
+        out = []
+        if options.get("mind2web_data"):  # upstream's own unseeded draw: recorded, never reproduced
+            out.append(Deviation("mind2web.shuffle", "each step's candidates shuffled by a generator seeded per sample (123-<index>)",
+                                 "one process-global random seeded once: a step's order depends on the steps its worker ran before",
+                                 "candidate order differs", envs=mine))  # fmt: skip
         # --mind2web-data without --data-dir runs (the steps are the official ones) with this named difference
-        if data_dir:
-            return []
-        return [Deviation("mind2web.prompts", "the project's own three worked examples", "llm_prompt_cot.json's, read "
-                          "from --data-dir", "prompt wording differs", envs=("mind2web",))]  # fmt: skip
+        if not data_dir:
+            out.append(Deviation("mind2web.prompts", "the project's own three worked examples", "llm_prompt_cot.json's, read "
+                                 "from --data-dir", "prompt wording differs", envs=mine))  # fmt: skip
+        return out
 
     def tasks(self, split: str) -> Iterator[Task]:
         self.few_shot  # noqa: B018 - the prompt file is read with the tasks: a missing one is one line before the run, not an error per episode
