@@ -746,10 +746,11 @@ def _start_mapper(idmap):
 
 
 def _raise_nofile(wanted):
-    """RLIMIT_NOFILE as high as ``wanted`` where allowed, else the hard limit (std-004-Q09 needs > 123321)."""
+    """RLIMIT_NOFILE ``wanted`` soft and hard, as Docker gives a container (std-004-Q09 needs > 123321), where
+    the hard limit allows or may be raised; else the hard limit (see ``limits.reachable_nofile``)."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     try:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, max(wanted, hard)))
+        resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, wanted))
     except (OSError, ValueError):
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
