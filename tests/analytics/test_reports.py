@@ -275,3 +275,18 @@ def test_compare_two_models_of_one_file(known_run: Path) -> None:
     assert "p=0.2500" in text
     assert "Flipped tasks (3" in text
     assert "1 pairs left out" in text
+
+
+def test_oa_of_all_eight_with_built_in_fallbacks_names_them(write_run: WriteRun) -> None:
+    """--env all with --data-dir where kg, alfworld and webshop fell back to their built-in suites: all eight ran, but
+    the OA is not the paper's and says which environments played their own tasks (before: a plain "OA")."""
+    paper = {"os": 42.4, "db": 32.0, "kg": 58.8, "card_game": 74.5, "ltp": 16.6, "alfworld": 78.0, "webshop": 61.1, "mind2web": 29.0}
+    cells = {("gpt-4", env): [("completed", False, 2 * pct / 100, None), ("completed", False, 0.0, None)] for env, pct in paper.items()}
+    path = write_run("mixed", cells)
+    con = duckdb.connect(str(path))
+    con.execute("UPDATE episodes SET source = 'official' WHERE env NOT IN ('kg', 'alfworld', 'webshop')")
+    con.close()
+    with load(path) as res:
+        overall = build_report(res).overall.row(0, named=True)
+    assert overall["complete"] and round(overall["oa"], 2) == 4.01
+    assert overall["label"] == "OA (not the paper's: built-in suites for KG, HH, WS)"

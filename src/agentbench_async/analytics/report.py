@@ -123,7 +123,7 @@ def build_report(res: Results, prices: Prices | None = None, denominator: str = 
         runs=runs,
         deviations=deviations,
         scores=configs.with_labels(labelled, table),
-        overall=configs.with_labels(scores.overall(env_scores), configs.overall_labels(table), keys=("model",)),
+        overall=configs.with_labels(scores.overall(env_scores, scores.builtin_envs(res)), configs.overall_labels(table), keys=("model",)),
         class_counts=configs.with_labels(failures.class_counts(res), table),
         paper=configs.with_labels(failures.paper_table(res), table),
         reasons=configs.with_labels(failures.top_reasons(res), table),

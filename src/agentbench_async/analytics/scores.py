@@ -48,9 +48,23 @@ def env_scores(res: Results, denominator: str = "paper") -> pl.DataFrame:
     )
 
 
-def overall(scores: pl.DataFrame) -> pl.DataFrame:
+def builtin_envs(res: Results) -> dict[tuple[str, str], set[str]]:
+    """(model, config_id) -> the environments that played built-in suites in a configuration whose other environments
+    played AgentBench's tasks (``--env all --data-dir`` with built-in fallbacks). A run without any official task is
+    named as such above the scores (the ``data`` deviation); a mixed one would otherwise show a plain OA."""
+    if "source" not in res.episodes.columns:
+        return {}
+    rows = res.episodes.select("model", "config_id", "env", "source").unique()
+    sources: dict[tuple[str, str], dict[str, set[str]]] = {}
+    for r in rows.iter_rows(named=True):
+        sources.setdefault((r["model"], r["config_id"]), {}).setdefault(str(r["source"]), set()).add(r["env"])
+    return {key: by["builtin"] for key, by in sources.items() if by.get("builtin") and set(by) - {"builtin"}}
+
+
+def overall(scores: pl.DataFrame, builtin: dict[tuple[str, str], set[str]] | None = None) -> pl.DataFrame:
     """OA per model and configuration from an ``env_scores`` frame (scores 0..1): complete (all eight environments)
-    or partial.
+    or partial. ``builtin`` (``builtin_envs``): environments that played built-in suites; the label names them (such
+    an OA is not the paper's, even with all eight run).
 
     Environments outside AgentBench's eight (e.g. the ``echo`` self-test) are not in OA.
     """
@@ -64,6 +78,11 @@ def overall(scores: pl.DataFrame) -> pl.DataFrame:
         oa, complete = overall_score(per_env)
         envs = [ABBREV[e] for e in WEIGHT_INV if e in per_env]
         label = "OA" if complete else f"OA (partial: {len(envs)} of 8 environments: {', '.join(envs)})"
+        own = [ABBREV[e] for e in WEIGHT_INV if e in per_env and e in (builtin or {}).get((model, config_id), set())]
+        if own:
+            names = ", ".join(own)
+            label = (f"OA (not the paper's: built-in suites for {names})" if complete
+                     else f"{label[:-1]}; built-in suites, not the paper's tasks: {names})")
         rows.append({"model": model, "oa": oa, "complete": complete, "envs_run": len(envs), "label": label, "config_id": config_id})
     schema = {"model": pl.Utf8, "oa": pl.Float64, "complete": pl.Boolean, "envs_run": pl.Int64, "label": pl.Utf8, "config_id": pl.Utf8}
     return pl.DataFrame(rows, schema=schema)

@@ -109,7 +109,7 @@ def overview(res: Results, source: Source) -> Overview:
     runs = runs.join(states.select("run_id", "state", "live", "last_activity"), on="run_id", how="left", maintain_order="left")
     lines = [*notes.run_state_lines(states, res.resume_work), *notes.config_lines(found, res.pooled),
              *notes.solved_lines(configs.with_labels(failures.solved_notes(res), found))]
-    overall = configs.with_labels(scores.overall(env_scores), configs.overall_labels(found), keys=("model",))
+    overall = configs.with_labels(scores.overall(env_scores, scores.builtin_envs(res)), configs.overall_labels(found), keys=("model",))
     return Overview(runs, configs.with_labels(env_scores, found), overall, [str(p) for p in res.live_files], pending, groups, lines,
                     [*operations.tool_call_hints(res), *operations.waiting_hints(res)], operations.limit_lines(res))
 
