@@ -139,7 +139,7 @@ def test_a_cut_label_is_whole_in_the_report_and_on_hover_in_the_view(write_run: 
     assert label.endswith("…") and len(label) < len(whole) and whole.startswith(label[:-1])
     assert {r["settings"] for r in data["configurations"]} == {"extra_body: default", whole}
     text = _cli("report", str(path)).stdout
-    assert f"alpha ({label}) in full: {whole}" in " ".join(text.split())  # the terminal report says it once, whole
+    assert f"alpha ({label}): every setting that differs: {whole}" in " ".join(text.split())  # once, whole
     site = tmp_path / "site"
     export([path], site)
     overview = (site / "index.html").read_text()
@@ -155,3 +155,21 @@ def test_settings_of_an_environment_that_never_played_are_not_claimed(write_run:
     path = write_run("unplayed", {("alpha", "kg"): ALPHA_KG}, config=config, fingerprint="aaaa1111", run_id="run-kg")
     text = " ".join(_cli("report", str(path)).stdout.split())
     assert "history: full — not comparable" in text and "alfworld.prompts" not in text
+
+
+def test_a_label_names_the_fewest_settings_that_tell_the_configurations_apart() -> None:
+    def config(history: str, **model: object) -> dict[str, object]:
+        return {"models": [{"name": "m", **model}], "envs": ["db"], "split": "test", "history": history, "action_mode": "text",
+                "seed": 0, "env_options": {}}  # fmt: skip
+
+    # four settings differ; max_tokens alone tells the three apart (history alone does not: two are agentbench)
+    configs = {"a": config("agentbench", max_tokens=256, temperature=0.0), "b": config("full", max_tokens=128, temperature=0.7),
+               "c": config("agentbench", max_tokens=512, temperature=0.2)}  # fmt: skip
+    played = dict.fromkeys(configs, {"db"})
+    assert labels(configs, {}, "m", played) == {"a": "max_tokens: 256", "b": "max_tokens: 128", "c": "max_tokens: 512"}
+    # the whole story (the report's Configurations table, the viewer's hover): every setting that differs, uncut
+    assert labels(configs, {}, "m", played, cut=False)["b"] == "history: full, max_tokens: 128, temperature: 0.7"
+    # two settings needed when no one of them tells all apart
+    pair = {"a": config("agentbench", max_tokens=256), "b": config("full", max_tokens=256), "c": config("full", max_tokens=128)}
+    assert labels(pair, {}, "m", dict.fromkeys(pair, {"db"})) == {
+        "a": "history: agentbench, max_tokens: 256", "b": "history: full, max_tokens: 256", "c": "history: full, max_tokens: 128"}

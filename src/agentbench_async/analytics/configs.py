@@ -9,8 +9,9 @@ them into one row on purpose, and says so.
 
 from __future__ import annotations
 
+import itertools
 import json
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from typing import Any
 
 import polars as pl
@@ -36,18 +37,35 @@ def _everything(config: Mapping[str, Any]) -> dict[str, tuple[str | None, str]]:
 def labels(configs: Mapping[str, Mapping[str, Any]], runs: Mapping[str, list[str]], model: str,
            played: Mapping[str, Collection[str]], *, cut: bool = True) -> dict[str, str]:
     """config_id -> what tells that configuration of ``model`` apart from the others in ``configs`` ('' when there is
-    only one): the fewest deciding settings that differ (``differences.differing``: an environment's settings only
-    between configurations that played it, ``played``), else the rest of its run's fingerprint (other models in the
-    run, other environments' options), else its run ids. Long values are cut (``differences.SHORT``) unless not ``cut``."""
+    only one): the fewest of the deciding settings that differ (``differences.differing``: an environment's settings
+    only between configurations that played it, ``played``) that tell every configuration apart, else the rest of its
+    run's fingerprint (other models in the run, other environments' options), else its run ids. Long values are cut
+    (``differences.SHORT``). Not ``cut``: every setting that differs, whole (the settings table, the hover text)."""
     if len(configs) < 2:
         return dict.fromkeys(configs, "")
     for describe in (lambda c, cid: settings_of(c, played[cid], model), lambda c, cid: _everything(c)):
         settings = {cid: describe(c, cid) for cid, c in configs.items()}
         keys = differing(settings, played)
-        found = {cid: described(s, keys, played[cid]) for cid, s in settings.items()}
-        if all(found.values()) and len(set(found.values())) == len(found):
-            return found if cut else {cid: described(s, keys, played[cid], cut=False) for cid, s in settings.items()}
+        if not cut:  # the whole story: every setting that differs, no value cut
+            found = {cid: described(s, keys, played[cid], cut=False) for cid, s in settings.items()}
+            if all(found.values()):
+                return found
+            continue
+        for chosen in _subsets(keys):
+            found = {cid: described(s, chosen, played[cid]) for cid, s in settings.items()}
+            if all(found.values()) and len(set(found.values())) == len(found):
+                return found
     return {cid: "run " + ", ".join(runs.get(cid, [])) for cid in configs}
+
+
+def _subsets(keys: dict[str, str | None], most: int = 3) -> Iterator[dict[str, str | None]]:
+    """``keys``' subsets, fewest first (in the keys' order within a size), up to ``most`` keys; then all of them."""
+    names = list(keys)
+    for size in range(1, min(most, len(names)) + 1):
+        for combo in itertools.combinations(names, size):
+            yield {k: keys[k] for k in combo}
+    if len(names) > most:
+        yield keys
 
 
 def config_table(res: Results) -> pl.DataFrame:
@@ -127,6 +145,18 @@ def _merged(configs: list[dict[str, Any]]) -> dict[str, Any]:
     merged[DATA_DIR_SKIPPED] = skipped
     merged["envs"] = list(options)
     return merged
+
+
+def configurations_shown(table: pl.DataFrame) -> list[tuple[str, str, str, str]]:
+    """(model, label, every setting that differs uncut, run ids) of each labelled configuration: the report's
+    settings table beside the short labels."""
+    if table.is_empty() or "settings" not in table.columns:
+        return []
+    rows: dict[tuple[str, str], tuple[str, str, str, list[str]]] = {}
+    for r in table.filter(pl.col("config") != "").iter_rows(named=True):
+        runs = rows.setdefault((r["model"], r["config_id"]), (r["model"], r["config"], r["settings"], []))[3]
+        runs += [run for run in r["runs"] if run not in runs]
+    return sorted((model, label, settings, ", ".join(runs)) for model, label, settings, runs in rows.values())
 
 
 def overall_labels(table: pl.DataFrame) -> pl.DataFrame:

@@ -36,7 +36,7 @@ body{font-family:system-ui,sans-serif;margin:24px auto;max-width:1180px;color:#2
 h1{font-size:22px} h2{font-size:17px;margin-top:32px;border-bottom:1px solid #ddd;padding-bottom:4px}
 table{border-collapse:collapse;margin:8px 0 16px;font-size:13px}
 th,td{border:1px solid #ddd;padding:3px 8px;text-align:right;vertical-align:top}
-th{background:#f3f3f3} td.l,th.l{text-align:left} td.l{white-space:nowrap}
+th{background:#f3f3f3} td.l,th.l{text-align:left} td.l{white-space:nowrap} table.wrap td.l{white-space:normal;overflow-wrap:anywhere}
 .note{color:#555;font-size:13px;max-width:900px} .infra{color:#777}
 .deviations{background:#fff6e0;border:1px solid #e8c060;padding:6px 12px;font-size:13px}
 .grid{display:flex;flex-wrap:wrap;gap:12px} .mono{font-family:ui-monospace,monospace;font-size:12px;white-space:pre-wrap}
@@ -94,8 +94,19 @@ def _scores_section(report: Report) -> str:
                "episodes are not in n (they are infrastructure failures, re-run on resume; --denominator outcomes)")
     note = (f'<p class="note">Each environment\'s metric is the mean of the episode scores {counted}. '
             "Intervals: Wilson for 0/1 scores, percentile bootstrap (2000 resamples, fixed seed) otherwise.</p>")
-    configured = "".join(f'<p class="deviations">{escape(line)}</p>' for line in notes.config_lines(report.configs, report.pooled))
-    return f"<h2>Scores</h2>{note}{configured}{table}{plot}{overall}"
+    configured = "".join(f'<p class="deviations">{escape(line)}</p>'
+                         for line in notes.config_lines(report.configs, report.pooled, whole=False))
+    return f"<h2>Scores</h2>{note}{configured}{_configurations(report)}{table}{plot}{overall}"
+
+
+def _configurations(report: Report) -> str:
+    """The settings table of the labelled configurations: each row's short label and every setting that differs."""
+    rows = configs.configurations_shown(report.configs) if report.configs is not None and not report.pooled else []
+    if not rows:
+        return ""
+    return ('<h3>Configurations</h3><p class="note">A row label names the fewest settings that tell a model\'s '
+            "configurations apart (long values cut); here is every setting in which they differ, whole.</p>"
+            + _table(["model", "label", "every setting that differs", "runs"], rows, left=4, css="wrap"))
 
 
 def _failure_section(report: Report) -> str:
@@ -138,7 +149,7 @@ def _behaviour_section(report: Report) -> str:
             f'<p class="note">{escape(behaviour.NOTE)} See one episode with <code>agentbench show FILE EPISODE_ID</code> '
             "or click through in <code>agentbench view</code>.</p>"
             + _table(["model", "env", "task limit, looping", "task limit, stalled", "recovered after a refused action", "examples"],
-                     rows, left=6))
+                     rows, left=6, css="wrap"))
 
 
 def _reasons_section(report: Report) -> str:
@@ -154,7 +165,8 @@ def _reasons_section(report: Report) -> str:
     return ("<h2>Top failure reasons</h2>"
             '<p class="note">Errors with numbers replaced by N and long quoted text by \'…\'; turns min/median/max = model turns used. '
             "See one episode with <code>agentbench show FILE EPISODE_ID</code>.</p>"
-            + _table(["model", "env", "class", "reason", "episodes", "turns", "example episodes", "last output (truncated)"], rows, left=8))
+            + _table(["model", "env", "class", "reason", "episodes", "turns", "example episodes", "last output (truncated)"], rows, left=8,
+                     css="wrap"))
 
 
 def _turns_section(report: Report) -> str:

@@ -34,9 +34,10 @@ def run_state_lines(states: pl.DataFrame | None, resume: pl.DataFrame | None) ->
     return lines
 
 
-def config_lines(table: pl.DataFrame | None, pooled: bool) -> list[str]:
+def config_lines(table: pl.DataFrame | None, pooled: bool, *, whole: bool = True) -> list[str]:
     """What the report did with several configurations of one model x environment (rows kept apart, or pooled), and
-    the whole settings of each label that cuts a long value."""
+    every differing setting, whole, of each configuration whose label names fewer or cuts a value (not ``whole``: the
+    caller shows those in a table, ``configs.configurations_shown``)."""
     if table is None or table.is_empty():
         return []
     if pooled:
@@ -48,9 +49,9 @@ def config_lines(table: pl.DataFrame | None, pooled: bool) -> list[str]:
     lines = [f"{model} · {env}: {len(labels)} configurations, one row each ({' | '.join(labels)})" for model, env, labels in several(table)]
     if lines:
         lines.append("scores are never pooled across configurations; agentbench report --pool merges them anyway")
-    if "settings" in table.columns:  # a label cuts long values: the whole of each such label once
+    if whole and "settings" in table.columns:  # a label names the fewest settings, values cut: every differing one, whole, once
         cut = table.filter(pl.col("config") != pl.col("settings")).unique(["model", "config_id"], maintain_order=True)
-        lines += [f"{shown(r)} in full: {r['settings']}" for r in cut.iter_rows(named=True)]
+        lines += [f"{shown(r)}: every setting that differs: {r['settings']}" for r in cut.iter_rows(named=True)]
     return lines
 
 
