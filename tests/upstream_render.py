@@ -21,10 +21,12 @@ from typing import Any
 
 
 class _InertType(type):
-    def __getattr__(cls, name: str) -> Any:  # SampleStatus.COMPLETED and the like: another inert value
+    def __getattr__(cls, name: str) -> Any:  # SampleStatus.COMPLETED and the like: another inert value, the same each time
         if name.startswith("__"):
             raise AttributeError(name)
-        return type(name, (_Inert,), {})
+        value = type(name, (_Inert,), {})
+        setattr(cls, name, value)
+        return value
 
 
 class _Inert(metaclass=_InertType):

@@ -86,8 +86,7 @@ def test_no_env_is_every_environment_and_a_run_without_skips_keeps_its_fingerpri
 
 def test_a_plain_agentbench_data_folder_without_the_pulled_prompt_sources(tmp_path: Path) -> None:
     """AgentBench's own data/ (no upstream-prompts/): the environments that read their wording from the pulled sources run
-    without it, saying which file they missed (their built-in suites run, in the project's wording, named); ltp's
-    task file still feeds it."""
+    without it, saying which file they missed (their built-in suites run, in the project's wording, named)."""
     require(OFFICIAL_DATA.is_dir(), f"the official AgentBench data is not at {OFFICIAL_DATA}")
     plain = tmp_path / "data"
     plain.mkdir()
@@ -99,12 +98,13 @@ def test_a_plain_agentbench_data_folder_without_the_pulled_prompt_sources(tmp_pa
     assert cfg.data_dir_skipped["alfworld"].startswith("no ") and "upstream-prompts" in cfg.data_dir_skipped["alfworld"]
     assert "upstream-prompts/v0.2/src/server/tasks/os_interaction/task.py" in cfg.data_dir_skipped["os"]
     assert "upstream-prompts/v0.2/src/server/tasks/dbbench/__init__.py" in cfg.data_dir_skipped["db"]
-    assert {"ltp", "mind2web"}.isdisjoint(cfg.data_dir_skipped)
+    assert "upstream-prompts/v0.2/src/server/tasks/ltp/task.py" in cfg.data_dir_skipped["ltp"]
+    assert "mind2web" not in cfg.data_dir_skipped
     stored = cfg.public_dict()
     settings = {d.setting: d for d in deviations(stored)}
-    for env in ("card_game", "os", "db"):  # their own wording, named
+    for env in ("card_game", "os", "db", "ltp"):  # their own wording, named
         assert settings[f"{env}.prompts"].envs == (env,)
-    assert set(settings["data"].envs) == {"os", "db", "kg", "alfworld", "webshop", "mind2web"}  # card_game's games are upstream's own
+    assert set(settings["data"].envs) == {"os", "db", "kg", "ltp", "alfworld", "webshop", "mind2web"}  # card_game's games are upstream's own
     # an environment's own flag feeds it although --data-dir cannot (the games folder given: not skipped for the games)
     games = tmp_path / "alfworld-data"
     games.mkdir()

@@ -6,14 +6,15 @@ files the project's own wording runs and is named as a deviation."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
 import pytest
 import yaml
-from upstream_render import RecordingSession, first_request, load_upstream
+from upstream_render import FirstRequest, RecordingSession, first_request, load_upstream
 
-from agentbench_async.envs import make_env
+from agentbench_async.envs import EpisodeContext, make_env
 from agentbench_async.envs.db.protocol import first_messages as db_first_messages
 from agentbench_async.envs.kg.prompts import first_messages as kg_first_messages
 from agentbench_async.envs.kg.prompts import load_prompts as kg_load_prompts
@@ -167,3 +168,88 @@ async def test_kg_oracle_still_solves_tasks_behind_upstreams_one_shot(official_d
         await env.close()
     assert record.turns[0].content == env.prompts(mode).opening[0]["content"]
     assert record.outcome.status == "completed" and record.score == 1.0
+
+
+# --------------------------------------------------------------------------------------------------- ltp
+class _Reply:
+    def __init__(self, status: object, content: str) -> None:
+        self.status, self.content = status, content
+
+
+class _PlayerAsks(RecordingSession):
+    """The player: records the first request, then asks ``question``; the host's first request stops the game."""
+
+    def __init__(self, module: object, question: str) -> None:
+        super().__init__()
+        self.module, self.question = module, question
+        self.first: list[dict] | None = None
+
+    async def action(self, *injection: object) -> _Reply:
+        self.inject(list(injection))
+        if self.first is None:
+            self.first = [{"role": m.role, "content": m.content} for m in self.history]
+        return _Reply(self.module.AgentOutputStatus.NORMAL, self.question)  # type: ignore[attr-defined]
+
+
+class _Host:
+    def inference(self, messages: list[dict]) -> str:
+        raise FirstRequest([{"role": "assistant" if m["role"] == "agent" else m["role"], "content": m["content"]} for m in messages])
+
+
+def _ltp_upstream(data_dir: Path, record: dict, question: str) -> tuple[list[dict], list[dict]]:
+    """v0.2's start_sample on one puzzle: the player's first request and the host's first request (its 10-message
+    primer and the question) after the player asks ``question``."""
+    module = load_upstream(upstream_path(data_dir, V02, "src/server/tasks/ltp/task.py"), "ltp_v02")
+    module.sentence_bleu = lambda *args, **kwargs: 0.0  # nltk is not installed here: no question repeats the story
+    task = object.__new__(module.LateralThinkingPuzzle)
+    task.inputs = [(record["story"], record["truth"], record["story_keys"], record["answer_keys"])]
+    task.rounds, task.eval_agent = 25, _Host()
+    player = _PlayerAsks(module, question)
+    host = first_request(task.start_sample, 0, player)
+    assert player.first is not None
+    return player.first, host
+
+
+def test_ltp_player_and_host_requests_are_upstreams_rendering_of_every_test_puzzle(official_data_dir: Path) -> None:
+    from agentbench_async.envs.ltp.session import LTPSession
+
+    env = make_env("ltp", data_dir=official_data_dir)
+    tasks = list(env.tasks("test"))
+    assert len(tasks) > 0
+    question = "Did the man know the woman before?"
+    for task in tasks:
+        session = LTPSession(task, EpisodeContext(episode_id="t", action_mode="text"), None, env.prompter("en"), 25)  # type: ignore[arg-type]
+        player, host = _ltp_upstream(official_data_dir, task.data, question)
+        assert asyncio.run(session.begin()) == player, task.task_id
+        assert session._answer_messages(question) == host, task.task_id
+
+
+def test_ltp_host_requests_after_a_relevant_answer_are_upstreams(official_data_dir: Path) -> None:
+    """The restatement, merge and comparison requests read from upstream's ENPrompter and ZHPrompter."""
+    source = load_upstream(upstream_path(official_data_dir, V02, "src/server/tasks/ltp/task.py"), "ltp_v02")
+    for language, cls in (("en", source.ENPrompter), ("zh", source.ZHPrompter)):
+        ours = make_env("ltp", data_dir=official_data_dir, options={"language": language}).prompter(language)
+        upstream = cls()
+        assert f"{ours.restate_yes}\nQ?" == upstream.hosting_summary("Q?")
+        assert f"{ours.restate_no}\nQ?" == upstream.hosting_summary_opposite("Q?")
+        assert f"{ours.merge}\nA. B." == upstream.hosting_simplify(["A.", "B."])
+        assert ours.compare.format(key="K", merged="M") == upstream.hosting_compare("K", "M")
+        assert ours.invalid_hint == upstream.solver_hint_invalid() and ours.story_hint == upstream.solver_hint_appeared_in_story()
+
+
+async def test_ltp_mock_judge_plays_upstreams_wording(official_data_dir: Path) -> None:
+    """The mock's judge knows upstream's lead-ins: the oracle still solves an official puzzle (every key found)."""
+    env = make_env("ltp", data_dir=official_data_dir)
+    task = next(iter(env.tasks("test")))
+    record = await play(env, task, "oracle")
+    assert record.turns[0].content == env.prompter("en").player_intro.format(story=task.data["story"])
+    assert record.score == 1.0, record.details
+
+
+def test_ltp_without_the_file_runs_its_own_wording_as_a_named_deviation(official_data_dir: Path, tmp_path: Path) -> None:
+    env = make_env("ltp")
+    assert [d.setting for d in env.deviations(None, {}, "text")] == ["ltp.prompts"]
+    assert env.deviations(str(official_data_dir), {}, "text") == []
+    assert env.prompter("en").player_intro != make_env("ltp", data_dir=official_data_dir).prompter("en").player_intro
+    (tmp_path / "lateralthinkingpuzzle").symlink_to(official_data_dir / "lateralthinkingpuzzle")
+    assert "upstream-prompts/v0.2/src/server/tasks/ltp/task.py" in env.missing_data(tmp_path, {}, "test", "text")

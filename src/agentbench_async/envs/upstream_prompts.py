@@ -123,6 +123,51 @@ class UpstreamSource:
         return out
 
 
+    def rendered(self, method: str, *, branch: int = -1, **arguments: str) -> Any:
+        """What ``Class.method`` returns for string ``arguments``, evaluated from its source without running it: string
+        literals, f-strings, lists/dicts/tuples of them, ``+`` of strings, the method's parameters, ``self.other()``
+        (another method of the class, no arguments) and ``"sep".join(param)`` (the parameter's value itself). A method
+        with several ``return`` statements (an ``if``): ``branch`` picks one, in source order. Anything else is a
+        TaskFileError naming the file and the method (the file of another commit)."""
+        owner = method.rpartition(".")[0]
+        returns = [n for n in ast.walk(self.function(method)) if isinstance(n, ast.Return) and n.value is not None]
+        returns.sort(key=lambda n: (n.lineno, n.col_offset))
+        if not returns:
+            raise self.error(f"{method} returns nothing")
+        return self._evaluate(returns[branch].value, owner, arguments, method)
+
+    def _evaluate(self, node: ast.AST, owner: str, arguments: dict[str, str], where: str) -> Any:
+        def ev(n: ast.AST) -> Any:
+            return self._evaluate(n, owner, arguments, where)
+
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return node.value
+        if isinstance(node, ast.JoinedStr):
+            parts = []
+            for value in node.values:
+                inner = value.value if isinstance(value, ast.FormattedValue) else value
+                if isinstance(value, ast.FormattedValue) and (value.conversion != -1 or value.format_spec is not None):
+                    break
+                parts.append(ev(inner))
+            else:
+                return "".join(parts)
+        elif isinstance(node, ast.Name) and node.id in arguments:
+            return arguments[node.id]
+        elif isinstance(node, ast.List | ast.Tuple):
+            return [ev(e) for e in node.elts]
+        elif isinstance(node, ast.Dict) and None not in node.keys:
+            return {ev(k): ev(v) for k, v in zip(node.keys, node.values)}  # type: ignore[arg-type]
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            return ev(node.left) + ev(node.right)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and not node.args and not node.keywords \
+                and isinstance(node.func.value, ast.Name) and node.func.value.id == "self":  # fmt: skip
+            return self.rendered(f"{owner}.{node.func.attr}")
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "join" \
+                and len(node.args) == 1 and isinstance(node.args[0], ast.Name) and node.args[0].id in arguments:  # fmt: skip
+            return arguments[node.args[0].id]
+        raise self.error(f"{where}: cannot read {ast.unparse(node)[:80]!r} as text")
+
+
 def fc_tools(data_dir: Path, task_file: str, names: tuple[str, ...], *, env: str) -> list[dict[str, Any]]:
     """AgentBench FC's tool definitions for a task (``configs/tasks/<task_file>.yaml``: ``default.parameters.tools``),
     as OpenAI-style ``{"type": "function", "function": {...}}`` dicts, checked to define exactly ``names`` in order."""

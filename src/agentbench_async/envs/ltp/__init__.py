@@ -16,10 +16,11 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ...environment import ConfigError, Environment, EpisodeContext, Option, Session, Task, TaskFileError, missing_file
+from ...environment import ConfigError, Deviation, Environment, EpisodeContext, Option, Session, Task, TaskFileError, missing_file
 from ...resources import environments_dir
+from ..upstream_prompts import V02, upstream_path
 from .data import load_builtin, load_official, official_path
-from .prompts import PROMPTERS
+from .prompts import PROMPTERS, UPSTREAM_TASK, Prompter, load_prompter
 from .session import LTPSession, require_judge
 
 DEFAULT_ROUNDS = 25
@@ -46,7 +47,22 @@ class LTPEnvironment(Environment):
 
     @classmethod
     def missing_data(cls, data_dir: Path, options: Mapping[str, Any], split: str, action_mode: str) -> str | None:
-        return missing_file([official_path(data_dir, str(options.get("language") or "en"), split)])
+        return missing_file([official_path(data_dir, str(options.get("language") or "en"), split), upstream_path(data_dir, V02, UPSTREAM_TASK)])
+
+    @classmethod
+    def deviations(cls, data_dir: object, options: dict[str, Any], action_mode: str) -> list[Deviation]:
+        if data_dir:
+            return []
+        return [Deviation("ltp.prompts", "the project's own player prompt and host (judge) prompts",
+                          "upstream's (ENPrompter/ZHPrompter), read from --data-dir", "prompt wording differs", envs=("ltp",))]  # fmt: skip
+
+    def prompter(self, language: str) -> Prompter:
+        """The wording of a ``language`` game: upstream's with ``--data-dir`` (read once), else the project's own."""
+        if self.data_dir is None:
+            return PROMPTERS.get(language, PROMPTERS["en"])
+        if language not in self._prompters:
+            self._prompters[language] = load_prompter(self.data_dir, language)
+        return self._prompters[language]
 
     def __init__(self, *, data_dir: Path | None = None, options: dict[str, Any] | None = None) -> None:
         super().__init__(data_dir=data_dir, options=options)
@@ -55,6 +71,7 @@ class LTPEnvironment(Environment):
         # The engine's turn cap follows the configured number of rounds.
         self.max_turns = self.rounds  # type: ignore[misc]
         self._cache: dict[str, list[dict[str, Any]]] = {}
+        self._prompters: dict[str, Prompter] = {}
 
     @property
     def capacity(self) -> int:
@@ -68,6 +85,8 @@ class LTPEnvironment(Environment):
         if split not in self._cache:
             if self.data_dir is not None:
                 self._cache[split] = load_official(official_path(self.data_dir, self.language, split))
+                if upstream_path(self.data_dir, V02, UPSTREAM_TASK).is_file():  # read with the tasks: the mock judge
+                    self.prompter(self.language)  # (serve-mock --data-dir) learns upstream's lead-ins; missing: missing_data says so
             else:
                 if self.language != "en":
                     raise ConfigError("ltp: the built-in puzzles are English; language=zh needs --data-dir with the official lateralthinkingpuzzle_zh/ files")
@@ -98,7 +117,7 @@ class LTPEnvironment(Environment):
         judge = require_judge(ctx)
         language = str(task.data.get("language", self.language))
         rounds = self.option_specs["rounds"].read(self.name, "rounds", ctx.options.get("rounds", self.rounds)) if ctx.options else self.rounds
-        return LTPSession(task, ctx, judge, PROMPTERS.get(language, PROMPTERS["en"]), rounds, overlap=self.option("overlap", True))
+        return LTPSession(task, ctx, judge, self.prompter(language), rounds, overlap=self.option("overlap", True))
 
 
 __all__ = ["DEFAULT_ROUNDS", "LTPEnvironment"]

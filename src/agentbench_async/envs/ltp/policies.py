@@ -21,7 +21,7 @@ import re
 from ...environment import Policy, PolicyReply, PolicyRequest, stable_choice
 from .bleu import char_unigram_bleu
 from .data import key_lines
-from .prompts import EN, PROMPTERS, Prompter
+from .prompts import EN, PROMPTERS, Prompter, known_prompters
 from .session import STORY_REPEAT_BLEU
 
 _EN_STOP = frozenset(
@@ -84,15 +84,18 @@ def _restate(text: str, p: Prompter, negate: bool) -> str:
     return f"{body}."
 
 
+def _label(template: str, field: str) -> str:
+    """What precedes ``{field}`` on its line of a prompter's compare template (``Sentence 1: ``, ``句子1：``)."""
+    return template.split("{" + field + "}")[0].rsplit("\n", 1)[-1]
+
+
 def _compare(content: str, p: Prompter) -> str:
+    key = re.search(f"^{re.escape(_label(p.compare, 'key'))}(.*)", content, re.M)
+    merged = re.search(f"^{re.escape(_label(p.compare, 'merged'))}(.*)", content, re.M | re.S)
     if p.language == "zh":
-        key = re.search(r"^句子1：(.*)", content, re.M)
-        merged = re.search(r"^句子2：(.*)", content, re.M | re.S)
         sentences = re.split(r"(?<=。)", merged.group(1) if merged else "")
         kept = " ".join(s for s in sentences if not s.strip().startswith(_ZH_NEGATION))
     else:
-        key = re.search(r"^Sentence 1: (.*)", content, re.M)
-        merged = re.search(r"^Sentence 2: (.*)", content, re.M | re.S)
         sentences = re.split(r"(?<=[.!?])\s+", merged.group(1) if merged else "")
         kept = " ".join(s for s in sentences if not s.startswith(_EN_NEGATION))
     wanted = _tokens(key.group(1) if key else "", p.language)
@@ -103,19 +106,20 @@ def _compare(content: str, p: Prompter) -> str:
 
 
 def judge(req: PolicyRequest) -> PolicyReply:
-    p = _prompter(req)
     first = req.messages[0].get("content") or "" if req.messages else ""
-    if len(req.messages) > 1 and first.startswith(p.host_intro.split("{")[0][:40]):
-        return PolicyReply(content=_judge_answer(req, p))
     text = first.partition("\n")[2]
-    if first.startswith(p.restate_no):
-        return PolicyReply(content=_restate(text, p, negate=True))
-    if first.startswith(p.restate_yes):
-        return PolicyReply(content=_restate(text, p, negate=False))
-    if first.startswith(p.merge):
-        return PolicyReply(content=text.strip())
-    if first.startswith(p.compare.split("\n")[0]):
-        return PolicyReply(content=_compare(first, p))
+    # the project's wording or upstream's (read from --data-dir in this process): each knows its own lead-ins
+    for p in known_prompters(str(req.task.data.get("language", "en"))):
+        if len(req.messages) > 1 and first.startswith(p.host_intro.split("{")[0][:40]):
+            return PolicyReply(content=_judge_answer(req, p))
+        if first.startswith(p.restate_no + "\n"):
+            return PolicyReply(content=_restate(text, p, negate=True))
+        if first.startswith(p.restate_yes + "\n"):
+            return PolicyReply(content=_restate(text, p, negate=False))
+        if first.startswith(p.merge + "\n"):
+            return PolicyReply(content=text.strip())
+        if first.startswith(p.compare.split("\n")[0]):
+            return PolicyReply(content=_compare(first, p))
     return PolicyReply(content="Irrelevant.")
 
 

@@ -1,13 +1,19 @@
 """What the player and the host (judge model) are told, in English and Chinese.
 
-The structure follows AgentBench v0.2 (see ``docs/envs/ltp.md``); the wording is this project's own.
-The judge requests start with fixed lead-ins (``restate_yes``, ``restate_no``, ``merge``, ``compare``
-and the host primer) so the built-in mock judge can tell the request types apart.
+The structure follows AgentBench v0.2 (see ``docs/envs/ltp.md``). With ``--data-dir`` the wording is upstream's own,
+read from ``upstream-prompts/v0.2/src/server/tasks/ltp/task.py`` (``ENPrompter``/``ZHPrompter``, whose methods are
+evaluated from their source, nothing run: ``load_prompter``); without it (``EN``/``ZH``) it is this project's own
+(the deviation ``ltp.prompts``). The judge requests start with fixed lead-ins (``restate_yes``, ``restate_no``,
+``merge``, ``compare`` and the host primer) so the built-in mock judge can tell the request types apart; a prompter
+read from upstream's file is registered (``known_prompters``) so the mock judge knows its lead-ins too.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from ..upstream_prompts import V02, upstream_source
 
 
 @dataclass(frozen=True)
@@ -190,3 +196,84 @@ PROMPTERS: dict[str, Prompter] = {"en": EN, "zh": ZH}
 # How a host reply is classified (after strip): upstream tests startswith("Yes"/"yes") and ("No"/"no").
 YES_PREFIXES: dict[str, tuple[str, ...]] = {"en": ("Yes", "yes"), "zh": ("Yes", "yes", "是")}
 NO_PREFIXES: dict[str, tuple[str, ...]] = {"en": ("No", "no"), "zh": ("No", "no", "不是", "否")}
+
+
+UPSTREAM_TASK = "src/server/tasks/ltp/task.py"  # v0.2's ENPrompter / ZHPrompter and LateralThinkingPuzzle
+_UPSTREAM_CLASS = {"en": "ENPrompter", "zh": "ZHPrompter"}
+_REGISTERED: list[Prompter] = []
+
+
+def _slot(name: str) -> str:
+    return f"\x00{name}\x00"
+
+
+def _template(text: str, *names: str) -> str:
+    """Upstream text with the slots of ``names`` as ``str.format`` fields (its own braces doubled)."""
+    out = text.replace("{", "{{").replace("}", "}}")
+    for name in names:
+        out = out.replace(_slot(name), "{" + name + "}")
+    return out
+
+
+def load_prompter(data_dir: Path, language: str) -> Prompter:
+    """Upstream's wording for ``language``, read from v0.2's ltp/task.py under ``data_dir``; a missing or changed
+    file is a one-line TaskFileError naming it. (v0.2's start_sample used ENPrompter for every puzzle set; the
+    Chinese set here gets ZHPrompter, the file's Chinese wording.)"""
+    source = upstream_source(data_dir, V02, UPSTREAM_TASK, env="ltp")
+    cls = _UPSTREAM_CLASS[language]
+
+    def said(method: str, **arguments: str) -> str:
+        text = source.rendered(f"{cls}.{method}", **arguments)
+        if not isinstance(text, str):
+            raise source.error(f"{cls}.{method} does not return text")
+        return text
+
+    def lead(method: str, parameter: str) -> str:  # "<lead>\n<parameter>": the lead
+        text = said(method, **{parameter: _slot(parameter)})
+        if not text.endswith("\n" + _slot(parameter)):
+            raise source.error(f"{cls}.{method} no longer ends with its {parameter}")
+        return text[: -len(_slot(parameter)) - 1]
+
+    host = source.rendered(f"{cls}.hosting_instruction", story=_slot("story"), answer=_slot("truth"),
+                           story_key=_slot("story_keys"), answer_key=_slot("answer_keys"))  # fmt: skip
+    texts = [m.get("content") if isinstance(m, dict) else None for m in host] if isinstance(host, list) else []
+    rules = said("rules")
+    if len(texts) != 10 or texts[3] != _slot("story_keys") or texts[5] != _slot("answer_keys") or texts[7] != rules:
+        raise source.error(f"{cls}.hosting_instruction is not the 10-message primer this reader knows")
+    known = source.rendered(f"{cls}.hosting_append_messages", known=_slot("known"), solver=_slot("solver"), branch=0)
+    asked = source.rendered(f"{cls}.hosting_append_messages", known=_slot("known"), solver=_slot("solver"), branch=-1)
+    try:
+        instruction = asked[0]["content"].removeprefix(_slot("solver"))
+        known_ack = known[1]["content"]
+    except (TypeError, LookupError, AttributeError):
+        raise source.error(f"{cls}.hosting_append_messages is not the shape this reader knows") from None
+    own = PROMPTERS[language]
+    prompter = replace(
+        own,
+        player_intro=_template(said("solver_instruction", story=_slot("story")), "story"),
+        invalid_hint=said("solver_hint_invalid"),
+        story_hint=said("solver_hint_appeared_in_story"),
+        host_intro=_template(str(texts[0]), "story", "truth"),
+        host_rules=rules,
+        ack=str(texts[1]),
+        ask_story_keys=str(texts[2]),
+        ask_answer_keys=str(texts[4]),
+        ask_rules=str(texts[6]),
+        start=str(texts[8]),
+        start_reply=_template(str(texts[9]), "story"),
+        answer_instruction=instruction,
+        known_ack=known_ack,
+        restate_yes=lead("hosting_summary", "solver"),
+        restate_no=lead("hosting_summary_opposite", "solver"),
+        merge=lead("hosting_simplify", "reasoning"),
+        compare=_template(said("hosting_compare", key1=_slot("key"), merge=_slot("merged")), "key", "merged"),
+    )
+    if prompter not in _REGISTERED:
+        _REGISTERED.append(prompter)
+    return prompter
+
+
+def known_prompters(language: str) -> list[Prompter]:
+    """The project's prompter for ``language``, then every prompter of that language read from upstream's file in
+    this process (what the mock judge recognises)."""
+    return [PROMPTERS.get(language, EN), *(p for p in _REGISTERED if p.language == language)]
