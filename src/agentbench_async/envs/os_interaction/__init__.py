@@ -45,6 +45,13 @@ from .spares import Machine, Spares
 TIMEOUT_NOTE = "\n[the command ran longer than {s:g} s and was interrupted]"
 FLOOD_NOTE = "\n[the command printed too much output and was interrupted]"
 OOM_NOTE = "\n[a process was killed: the sandbox ran out of memory ({mb} MiB)]"
+# A start command with tabs, typed into the interactive login shell as AgentBench types it (its bytes and a newline into
+# `bash --login` on a terminal, Container.execute): readline takes each tab for completion, so a tab-indented program
+# (official os dev 0-2: a `python3 -c` writer started in the background) loses its indentation and exits at once. The
+# same happens in AgentBench (reproduced in tests/envs/test_os_start_tabs.py); this note goes in the episode's details.
+START_TABS_NOTE = ("the start command has tabs and is typed into the interactive login shell as AgentBench types it: readline "
+                   "takes each tab for completion, so its indentation is lost (a tab-indented python3 -c program exits at "
+                   "once, IndentationError); AgentBench's own shell does the same, so this is kept")
 RESTART_NOTE = "\n[the shell ended; a new login shell runs the next command (variables and the working directory start afresh)]"
 
 
@@ -203,6 +210,7 @@ class OSSession(Session):
         self._task = task
         self._ctx = ctx
         self._machine: Machine | None = None  # taken in begin(): made ahead, or made then
+        self._notes: dict[str, str] = {}  # what the episode's details say about how it was set up (START_TABS_NOTE)
 
     @property
     def _sandbox(self) -> Sandbox:
@@ -234,6 +242,8 @@ class OSSession(Session):
                 why = "timed out" if code == -1 else f"exited {code}"
                 raise EnvError(f"os: init script {i} of {self._task.task_id} {why}: {out.strip()[-300:]}")
         if data.get("start"):
+            if "\t" in data["start"]:
+                self._notes["start_note"] = START_TABS_NOTE
             await self._shell.run(data["start"], self._env.command_timeout)
         if _checks_run_processes(data):  # what runs now is the task's: checks may count it (see grading)
             await self._sandbox.mark_task_processes()
@@ -251,7 +261,8 @@ class OSSession(Session):
         parsed = parse_tools(reply) if self._ctx.action_mode == "tools" else parse_text(reply.content)
         if isinstance(parsed, ParseError):
             # upstream has one status for every unparsable reply (AGENT_INVALID_ACTION), we tell two apart
-            outcome = Outcome(status=parsed.status, error=parsed.reason, paper_status=st.PAPER_AGENT_INVALID_ACTION)
+            outcome = Outcome(status=parsed.status, error=parsed.reason, paper_status=st.PAPER_AGENT_INVALID_ACTION,
+                              details=dict(self._notes))
             return Step(valid=False, error=parsed.reason, outcome=outcome)
         action: Action = parsed
         if action.kind == "bash":
@@ -270,6 +281,7 @@ class OSSession(Session):
         keep = self._machine.shell.pids() if self._machine is not None else set()
         ok, details = await grade(self._machine and self._machine.sandbox, self._task.data, answer, self._env.script_timeout, keep=keep)
         details.update(
+            self._notes,
             result=ok,
             answer=answer,
             file=self._task.data.get("file"),
@@ -284,7 +296,7 @@ class OSSession(Session):
         return Outcome(
             status=st.TASK_LIMIT_EXCEEDED,
             error="round limit",
-            details={"result": False, "reason": "round limit"},
+            details={"result": False, "reason": "round limit", **self._notes},
             paper_status=st.PAPER_TASK_LIMIT_REACHED,
         )
 
