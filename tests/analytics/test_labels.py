@@ -173,3 +173,16 @@ def test_a_label_names_the_fewest_settings_that_tell_the_configurations_apart() 
     pair = {"a": config("agentbench", max_tokens=256), "b": config("full", max_tokens=256), "c": config("full", max_tokens=128)}
     assert labels(pair, {}, "m", dict.fromkeys(pair, {"db"})) == {
         "a": "history: agentbench, max_tokens: 256", "b": "history: full, max_tokens: 256", "c": "history: full, max_tokens: 128"}
+
+
+def test_a_resume_refusal_names_only_what_the_user_changed() -> None:
+    from agentbench_async.differences import config_changes
+
+    every = {"models": [{"name": "m", "max_tokens": 256}], "envs": ["os", "db", "card_game", "kg"], "split": "test",
+             "history": "agentbench", "action_mode": "text", "seed": 0, "data_dir": "/data", "data_dir_skipped": {"kg": "no endpoint"},
+             "env_options": {"card_game": {"acknowledgement": "upstream"}}}  # fmt: skip
+    fewer = {**every, "envs": ["db", "os"], "data_dir_skipped": {}, "env_options": {}}
+    # before: "env_options: {'card_game': {'acknowledgement': 'upstream'}} in the file, {} now" for a run of db,os
+    assert config_changes(every, fewer) == []
+    assert config_changes(every, {**fewer, "models": [{"name": "m", "max_tokens": 128}]}) == ["max_tokens: 256 in the file, 128 now"]
+    assert config_changes(every, {**every, "history": "full"}) == ["history: agentbench in the file, full now"]
