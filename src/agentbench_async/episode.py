@@ -142,6 +142,8 @@ async def run_episode(env: Environment, spec: EpisodeSpec, agent: AgentFn, judge
         for message in messages:
             transcript.add(0, message)
         transcript.turn_done()
+        # tools mode: the opening (system text, any one-shot, the task) is never cut; text mode keeps v0.2's rule
+        keep = len(messages) if spec.action_mode == "tools" else 1
         max_turns = spec.max_turns or env.max_turns
         tools = session.tools()
         outcome = session.settled()
@@ -150,7 +152,7 @@ async def run_episode(env: Environment, spec: EpisodeSpec, agent: AgentFn, judge
                 outcome = await session.on_turn_limit()
                 break
             turn += 1
-            reply = await agent(shape(messages), tools, turn, calls, "agent")
+            reply = await agent(shape(messages, keep=keep), tools, turn, calls, "agent")
             n_turns += 1
             reply_msg = reply.as_message()
             row = transcript.add(turn, reply_msg, reply=True)

@@ -10,7 +10,9 @@ head of the kept tail without their assistant call are dropped as well.
 A conversation that opens with system text (tools mode's [system, user task], AgentBench FC's layout) keeps
 the system messages and the task after them whole, as the first message is kept in v0.2: the task always
 reaches the model (v0.2's rule applied as is would drop the only user message from the kept tail). The rest is
-cut by the same budget, counting the kept head; the notice goes on the first (system) message.
+cut by the same budget, counting the kept head; the notice goes on the first (system) message. ``keep`` widens
+the head: the engine passes the length of a tools-mode episode's opening (FC's kg sends a one-shot conversation
+between the system text and the task), so the task is never cut however long the episode grows.
 
 ``full`` (an opt-in, recorded as not comparable to the paper) sends everything: an overflow is then a
 ``context_limit_exceeded`` outcome rather than a shortened prompt.
@@ -65,24 +67,24 @@ _REMEMBERED_LENGTH = 16384
 _count_remembered = functools.lru_cache(maxsize=4096)(_count)
 
 
-def _full(messages: list[Message]) -> list[Message]:
+def _full(messages: list[Message], keep: int = 1) -> list[Message]:
     return messages
 
 
-def _head_length(messages: list[Message]) -> int:
+def _head_length(messages: list[Message], keep: int) -> int:
     """How many leading messages are always sent: the first one (v0.2's instruction), or, when the conversation
     opens with system text (AgentBench FC's layout: [system, user task]), the system messages and the first
-    message after them (the task)."""
+    message after them (the task); at least ``keep`` (never more than there are)."""
     head = 0
     while head < len(messages) - 1 and messages[head].get("role") == "system":
         head += 1
-    return head + 1
+    return min(len(messages), max(head + 1, keep))
 
 
-def _agentbench(messages: list[Message]) -> list[Message]:
+def _agentbench(messages: list[Message], keep: int = 1) -> list[Message]:
     if not messages:
         return messages
-    head = _head_length(messages)
+    head = _head_length(messages, keep)
     kept: list[Message] = []
     if sum(len(m.get("content") or "") for m in messages) < AGENTBENCH_SEGMENT_BUDGET:
         # each segment covers at least one character: a conversation shorter than the budget in
@@ -111,10 +113,11 @@ def _agentbench(messages: list[Message]) -> list[Message]:
     return kept
 
 
-_POLICIES: dict[str, Callable[[list[Message]], list[Message]]] = {"full": _full, "agentbench": _agentbench}
+_POLICIES: dict[str, Callable[..., list[Message]]] = {"full": _full, "agentbench": _agentbench}
 
 
-def history_policy(name: str) -> Callable[[list[Message]], list[Message]]:
+def history_policy(name: str) -> Callable[..., list[Message]]:
+    """The policy ``name``: ``shape(messages, keep=1)`` -> the messages to send (``keep``: leading messages always kept)."""
     return _POLICIES[name]
 
 

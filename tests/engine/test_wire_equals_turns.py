@@ -89,8 +89,8 @@ async def test_every_request_is_stored_rows_and_every_stored_row_was_sent(name: 
         found = _match(messages, earlier)
         assert found is not None, f"turn {turn}: the request is not stored rows in order: {[str(m)[:120] for m in messages]}"
         reached.update(r.seq for m, r in zip(messages, found) if _whole(m, r) or m is messages[0])
-        if mode == "tools":
-            task = next(r for r in rows if r.role == "user")
+        if mode == "tools":  # the task: the opening's last user message (after FC's one-shot, if any)
+            task = [r for r in rows if r.role == "user" and r.turn == 0][-1]
             assert any(m.get("content") == task.content for m in messages), f"turn {turn}: the task was not sent"
     last_turn = sent[-1][0]
     replies = {min(r.seq for r in rows if r.turn == t) for t in {r.turn for r in rows} - {0}}  # the model's own rows
@@ -113,3 +113,24 @@ def test_tools_layout_keeps_system_and_task_when_the_tail_is_cut() -> None:
     assert [m["role"] for m in shaped[2:]] == ["assistant", "tool"] and shaped[2]["tool_calls"][0]["id"] == "c3"
     short = messages[:2]
     assert shape(short) == short  # the first request: system and task, nothing omitted
+
+
+def test_tools_mode_keeps_the_whole_opening_when_a_one_shot_precedes_the_task() -> None:
+    """FC's kg layout: system text, a one-shot tool-call conversation, then the task. The engine passes the opening's
+    length as ``keep``: a long episode cuts its own turns, never the task (v0.2's head alone would lose it)."""
+    shape = history_policy("agentbench")
+    opening: list[Message] = [{"role": "system", "content": "rules"}, {"role": "user", "content": "Question: example?"}]
+    for i in range(3):
+        call = {"id": f"ex{i}", "type": "function", "function": {"name": "get_relations", "arguments": "{}"}}
+        opening += [{"role": "assistant", "content": "Thought: example", "tool_calls": [call]},
+                    {"role": "tool", "tool_call_id": f"ex{i}", "content": "Observation: [a, b]"}]  # fmt: skip
+    opening += [{"role": "assistant", "content": "Final Answer: #0"}, {"role": "user", "content": "the task?\nEntities: [X]"}]
+    messages = list(opening)
+    big = "word " * (AGENTBENCH_SEGMENT_BUDGET // 3)
+    for i in range(5):
+        call = {"id": f"c{i}", "type": "function", "function": {"name": "get_relations", "arguments": "{}"}}
+        messages += [{"role": "assistant", "content": "", "tool_calls": [call]}, {"role": "tool", "tool_call_id": f"c{i}", "content": big}]
+    kept = shape(messages, keep=len(opening))
+    assert kept[1:len(opening)] == opening[1:] and kept[0]["content"].startswith("rules\n\n[NOTICE] ")
+    assert kept[len(opening)]["role"] == "assistant" and kept[-1]["tool_call_id"] == "c4"  # the newest turns that fit
+    assert not any(m.get("content") == "the task?\nEntities: [X]" for m in shape(messages))  # the head alone loses it
