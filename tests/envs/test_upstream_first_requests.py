@@ -253,3 +253,26 @@ def test_ltp_without_the_file_runs_its_own_wording_as_a_named_deviation(official
     assert env.prompter("en").player_intro != make_env("ltp", data_dir=official_data_dir).prompter("en").player_intro
     (tmp_path / "lateralthinkingpuzzle").symlink_to(official_data_dir / "lateralthinkingpuzzle")
     assert "upstream-prompts/v0.2/src/server/tasks/ltp/task.py" in env.missing_data(tmp_path, {}, "test", "text")
+
+
+@pytest.mark.parametrize("mode", ["text", "tools"])
+async def test_os_episode_in_upstreams_wording_stores_upstreams_opening_and_the_oracle_solves_it(official_data_dir: Path, mode: str) -> None:
+    """A whole official os episode (the sandbox): the stored opening is upstream's rendering, the tools sent are FC's,
+    and the mock's oracle still solves the task behind upstream's one-shot or FC's system text."""
+    from agentbench_async.errors import EnvUnavailableError
+    from support import require
+
+    env = make_env("os", data_dir=official_data_dir)
+    try:
+        await env.start()
+    except EnvUnavailableError as exc:
+        require(False, str(exc))
+    try:
+        task = next(t for t in env.tasks("dev") if "match" in t.data)  # an answer checked by the engine alone
+        record = await play(env, task, "oracle", action_mode=mode, history="agentbench")
+    finally:
+        await env.close()
+    render = _os_upstream_text if mode == "text" else _os_upstream_tools
+    opening = [{"role": r.role, "content": r.content} for r in record.turns if r.turn == 0]
+    assert opening == await asyncio.to_thread(render, official_data_dir, task.data["description"])  # upstream's code runs its own loop
+    assert record.outcome.status == "completed" and record.score == 1.0, record.outcome
