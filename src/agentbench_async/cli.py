@@ -14,6 +14,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from . import __version__, eventloop
+from .bounds import check_http_url, check_port
 from .config import RunConfig, build_config, load_config_file
 from .errors import AgentBenchError, ConfigError
 from .wording import counted
@@ -78,6 +79,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--max-in-flight", type=_count_or_auto, help="HTTP requests in flight for the model (default 64; auto: adapted "
                      "to the server's latency and refusals)")
     run.add_argument("--timeout", type=float, help="seconds per HTTP attempt (default 120)")
+    run.add_argument("--max-response-bytes", type=int, metavar="N", help="the largest model response body read "
+                     "(default 67108864 = 64 MiB); a larger one is that call's model_error")
     run.add_argument("--temperature", type=float, help="sampling temperature (default 0)")
     run.add_argument("--max-tokens", type=int, help="max tokens per reply (default 512)")
     run.add_argument("--context-window", type=int, help="the model's context window in tokens (pre-check)")
@@ -162,6 +165,9 @@ def _parser() -> argparse.ArgumentParser:
                       "the results to your network)")
     view.add_argument("--port", type=int, default=8760, help="port (default 8760; 0 picks a free one)")
     view.add_argument("--pool", action="store_true", help="merge the configurations of a model x environment into one row")
+    view.add_argument("--csv-max-rows", type=int, default=1_000_000, metavar="N", help="the SQL page's CSV download stops after "
+                      "N rows (default 1000000)")
+    view.add_argument("--csv-max-mib", type=int, default=64, metavar="M", help="... and before M MiB (default 64)")
     view.add_argument("--export", type=Path, metavar="DIR", help="write a static site into DIR (new or empty) instead of serving: "
                       "overview, failure matrix, episode lists and every transcript; opens from file:// or any static host")
 
@@ -217,7 +223,7 @@ def _run_settings(args: argparse.Namespace) -> dict[str, Any]:
             raw[key] = value
     model_flags = {
         "provider": args.provider, "base_url": args.base_url, "api_key_env": args.api_key_env, "rpm": args.rpm,
-        "tpm": args.tpm, "max_retries": args.max_retries, "max_in_flight": args.max_in_flight, "timeout": args.timeout,
+        "tpm": args.tpm, "max_retries": args.max_retries, "max_in_flight": args.max_in_flight, "timeout": args.timeout, "max_response_bytes": args.max_response_bytes,
         "temperature": args.temperature, "max_tokens": args.max_tokens, "context_window": args.context_window,
         "batch": args.batch, "prompt_caching": False if args.no_prompt_caching else None,
         "task_header": True if args.task_header else None,
@@ -428,6 +434,10 @@ def _cmd_view(args: argparse.Namespace) -> int:
     from .view import serve
     from .view.app import is_loopback
 
+    check_port(args.port, "view --port")
+    for flag, value in (("--csv-max-rows", args.csv_max_rows), ("--csv-max-mib", args.csv_max_mib)):
+        if value < 1:
+            raise ConfigError(f"view {flag} {value}: give a positive number")
     if args.export is not None:
         from .view.export import export
 
@@ -446,7 +456,7 @@ def _cmd_view(args: argparse.Namespace) -> int:
         _err.print(f"warning: listening on {args.host}: anyone who can reach it can read these results", markup=False)
     try:
         eventloop.run(serve(args.paths, args.host, args.port, ready=lambda u: _err.print(f"agentbench view: {u} (Ctrl-C stops)"),
-                            pool=args.pool))
+                            pool=args.pool, csv_max_rows=args.csv_max_rows, csv_max_bytes=args.csv_max_mib << 20))
     except KeyboardInterrupt:
         pass
     return 0
@@ -500,6 +510,7 @@ def _cmd_new_env(args: argparse.Namespace) -> int:
 def _cmd_serve_mock(args: argparse.Namespace) -> int:
     from .mock.server import FAULT_KINDS, MockModelServer, MockOptions
 
+    check_port(args.port, "serve-mock --port")
     faults = tuple(f.strip() for f in args.faults.split(",") if f.strip())
     bad = [f for f in faults if f not in FAULT_KINDS]
     if bad:
@@ -548,6 +559,8 @@ def _cmd_serve_mock(args: argparse.Namespace) -> int:
 def _cmd_data(args: argparse.Namespace) -> int:
     from .data_pull import pull
 
+    if args.base_url:
+        check_http_url(args.base_url, "data pull --base-url")
     kwargs: dict[str, Any] = {"base_url": args.base_url} if args.base_url else {}
     if args.ca_bundle:
         kwargs["ca_bundle"] = args.ca_bundle

@@ -13,6 +13,7 @@ from typing import Any
 
 import yaml
 
+from .bounds import DEFAULT_MAX_RESPONSE_BYTES, check_http_url, check_yaml_depth, read_config_text
 from .distributed import RaySettings, ray_settings
 from .envs import available_envs, env_class
 from .envs.own_tasks import TASKS_FILE, TASKS_SHA256, merge_tasks_setting, settle_task_files
@@ -191,8 +192,11 @@ def _check_model(cfg: ModelConfig, where: str) -> None:
         if not isinstance(getattr(cfg, name), bool):
             raise ConfigError(f"{where}.{name}: expected true or false, got {getattr(cfg, name)!r}")
     _check_request_fields(cfg, where)
-    if cfg.base_url is not None and not (isinstance(cfg.base_url, str) and cfg.base_url.startswith(("http://", "https://"))):
-        raise ConfigError(f"{where}.base_url: {cfg.base_url!r} is not an http(s) URL")
+    if cfg.base_url is not None:
+        check_http_url(cfg.base_url, f"{where}.base_url")
+    if not isinstance(cfg.max_response_bytes, int) or isinstance(cfg.max_response_bytes, bool) or cfg.max_response_bytes < 1024:
+        raise ConfigError(f"{where}.max_response_bytes: expected the largest response body to read, in bytes (>= 1024; default "
+                          f"{DEFAULT_MAX_RESPONSE_BYTES:,}), got {cfg.max_response_bytes!r}")  # fmt: skip
     cfg.check(where)  # reasoning fields, Anthropic thinking constraints, proxy/CA fields
     if batch_settings(cfg.batch, where) is not None and cfg.provider == "azure":
         raise ConfigError(f"{where}.batch: Azure OpenAI's batch API is not supported; remove batch (direct calls)")
@@ -252,11 +256,9 @@ def envs_missing_data(envs: list[str], data_dir: Path, env_options: Mapping[str,
 
 
 def load_config_file(path: Path) -> dict[str, Any]:
+    text = read_config_text(path)  # size-capped, UTF-8 (bounds.py)
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read ({exc.strerror})") from None
-    try:
+        check_yaml_depth(text, path)
         raw = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)

@@ -15,6 +15,7 @@ import aiohttp
 from rich.console import Console
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
+from .bounds import BodyTooLarge, read_body
 from .errors import AgentBenchError
 from .models.network import Route, client_session, request_kwargs, route
 
@@ -43,7 +44,7 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-async def _fetch(session: aiohttp.ClientSession, url: str, via: Route) -> bytes:
+async def _fetch(session: aiohttp.ClientSession, url: str, via: Route, size: int) -> bytes:
     async for attempt in AsyncRetrying(retry=retry_if_exception_type(_Transient), stop=stop_after_attempt(4),
                                        wait=wait_random_exponential(multiplier=0.5, max=8), reraise=True):  # fmt: skip
         with attempt:
@@ -53,7 +54,10 @@ async def _fetch(session: aiohttp.ClientSession, url: str, via: Route) -> bytes:
                         raise _Transient(f"HTTP {resp.status}")
                     if resp.status != 200:
                         raise DataPullError(f"{url}: HTTP {resp.status}")
-                    return await resp.read()
+                    try:
+                        return await read_body(resp, size)  # the manifest's size: a larger body cannot match its hash
+                    except BodyTooLarge as exc:
+                        raise DataPullError(f"{url}: {exc}, the pinned file has {size:,}; not written") from None
             except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
                 raise _Transient(f"{type(exc).__name__}: {exc}") from None
     raise AssertionError("unreachable")  # pragma: no cover
@@ -66,7 +70,10 @@ async def pull(dest: Path, *, base_url: str = DEFAULT_BASE_URL, console: Console
     Honours HTTP(S)_PROXY/NO_PROXY and SSL_CERT_FILE like the model clients; ``ca_bundle`` adds CAs."""
     via = route(base_url, ca_bundle=ca_bundle, where="data pull --ca-bundle")
     files = manifest()
-    dest.mkdir(parents=True, exist_ok=True)
+    try:
+        dest.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise DataPullError(f"data pull --dest {dest}: cannot create the folder ({exc.strerror or exc}); give a folder you can write") from None
     sem = asyncio.Semaphore(concurrency)
     timeout = aiohttp.ClientTimeout(total=300, sock_connect=20)
 
@@ -77,16 +84,19 @@ async def pull(dest: Path, *, base_url: str = DEFAULT_BASE_URL, console: Console
         url = f"{base_url.rstrip('/')}/{item['commit']}/{item['repo_path']}"
         async with sem:
             try:
-                body = await _fetch(session, url, via)
+                body = await _fetch(session, url, via, item["size"])
             except _Transient as exc:
                 raise DataPullError(f"{item['path']}: download failed after retries ({exc}); try again later") from None
         digest = hashlib.sha256(body).hexdigest()
         if digest != item["sha256"]:
             raise DataPullError(f"{item['path']}: sha256 {digest[:12]}… does not match the pinned {item['sha256'][:12]}… (from {url}); not written")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(target.name + ".part")
-        tmp.write_bytes(body)
-        os.replace(tmp, target)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = target.with_name(target.name + ".part")
+            tmp.write_bytes(body)
+            os.replace(tmp, target)
+        except OSError as exc:
+            raise DataPullError(f"data pull --dest {dest}: cannot write {item['path']} ({exc.strerror or exc})") from None
         if console is not None:
             console.print(f"  {item['path']} ({len(body):,} bytes)")
 

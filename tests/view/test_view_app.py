@@ -155,10 +155,9 @@ async def test_sql_box_answers_selects_as_table_and_csv_and_refuses_writes(known
         assert status == 200
         assert [_text(r).strip() for r in _rows(page, "sql")] == [f"alpha {16 * REPEATS + 1}", f"beta {10 * REPEATS}"]
         assert "env_scores" in _text(page)  # the list of tables and views
-        csv_link = html.unescape(re.search(r'<a href="([^"]+)" class="csv">', page).group(1))  # type: ignore[union-attr]
-        async with aiohttp.ClientSession() as session, session.get(base + csv_link) as resp:
+        async with aiohttp.ClientSession() as session, session.post(base + "/sql.csv", data=_csv_form(page)) as resp:
             body = await resp.read()
-            assert resp.headers["Content-Type"].startswith("text/csv")
+            assert resp.headers["Content-Type"].startswith("text/csv") and "X-AgentBench-Cut" not in resp.headers
         assert body == f"model,n\nalpha,{16 * REPEATS + 1}\nbeta,{10 * REPEATS}\n".encode()
         _, big, _ = await get(base + "/sql?" + urlencode({"q": "SELECT t.* FROM turns AS t, range(3)"}))
         assert "first 1,000 shown" in _text(big) and len(_rows(big, "sql")) == 1000
@@ -175,9 +174,46 @@ async def test_sql_box_answers_selects_as_table_and_csv_and_refuses_writes(known
         for query, message in refused.items():
             status, page, _ = await get(base + "/sql?" + urlencode({"q": query}))
             assert status in (400, 403) and message in _text(page), (query, _text(page)[-400:])
-        status, _, _ = await get(base + "/sql.csv?" + urlencode({"q": "DELETE FROM episodes"}))
-        assert status == 403
+        async with aiohttp.ClientSession() as session:
+            async with session.post(base + "/sql.csv", data={**_csv_form(big), "q": "DELETE FROM episodes"}) as resp:
+                assert resp.status == 403 and "DELETE statements are refused" in _text(await resp.text())
     assert (known_file.stat().st_mtime_ns, known_file.read_bytes()) == before
+
+
+def _csv_form(page: str) -> dict[str, str]:
+    """The hidden fields of the SQL page's download CSV form (the query and the server's token), as a browser posts them."""
+    form = re.search(r'<form class="csv" method="post" action="/sql.csv">(.*?)</form>', page, re.S)
+    assert form, "no download CSV form on the page"
+    return {name: html.unescape(value) for name, value in re.findall(r'<input type="hidden" name="(\w+)" value="([^"]*)">', form.group(1))}
+
+
+async def test_csv_download_answers_only_its_own_page_and_is_bounded(known_file: Path) -> None:
+    """Issue 37: the export ran on any GET (a link on any web site could start a 169 MB export); now it is a POST with
+    the token only the viewer's own page holds, from its own origin, and stops at a row and a byte bound."""
+    query = "SELECT t.seq, repeat('x', 1000) AS pad FROM turns AS t, range(3)"
+    async with viewer([known_file], csv_max_rows=50, csv_max_bytes=20_000) as base, aiohttp.ClientSession() as session:
+        _, page, _ = await get(base + "/sql?" + urlencode({"q": query}))
+        form = _csv_form(page)
+        assert form["q"] == query and len(form["token"]) >= 32
+        assert "the CSV has up to 50 rows" in _text(page)
+        async with session.get(base + "/sql.csv?" + urlencode({"q": query})) as resp:  # a plain link, an <img>, a redirect
+            assert resp.status == 405 and "POST from the SQL page's own button" in await resp.text()
+        for data, headers in (({"q": query}, {}), ({**form, "token": "x" * 43}, {}),  # no token, a guessed one
+                              (form, {"Origin": "https://attacker.example"})):  # another site's form with a stolen token
+            async with session.post(base + "/sql.csv", data=data, headers=headers) as resp:
+                assert resp.status == 403 and "needs this server's token" in await resp.text(), (data, headers)
+        async with session.post(base + "/sql.csv", data=form, headers={"Origin": base}) as resp:  # the page's own button
+            assert resp.status == 200
+            body, cut = await resp.read(), resp.headers["X-AgentBench-Cut"]
+        lines = body.decode().splitlines()
+        assert lines[0] == "seq,pad" and len(body) <= 20_000 and body.endswith(b"\n")
+        assert len(lines) - 1 == 19 and cut == "first 19 rows: the download stops at 20,000 bytes (agentbench view --csv-max-rows/--csv-max-mib)"
+        async with session.post(base + "/sql.csv", data={**form, "q": "SELECT range AS n FROM range(1000)"}) as resp:
+            body, cut = await resp.read(), resp.headers["X-AgentBench-Cut"]
+        assert body.decode().splitlines() == ["n", *map(str, range(50))] and cut.startswith("first 50 rows: the download stops at 50 rows")
+    async with viewer([known_file]) as base, aiohttp.ClientSession() as session:  # another server: the first one's token is no key
+        async with session.post(base + "/sql.csv", data=form) as resp:
+            assert resp.status == 403
 
 
 async def test_only_gets_from_loopback_names_are_answered(known_file: Path) -> None:

@@ -100,7 +100,12 @@ async def test_every_page_of_a_demo_file_in_chromium(demo_file: Path, known_file
 
         await b.goto(base + "/sql?q=" + "SELECT%20model,%20env,%20count(*)%20AS%20n%20FROM%20episodes%20GROUP%20BY%20ALL")
         assert await b.js("document.querySelectorAll('[data-table=sql] tbody tr').length") == 6
-        assert (await b.js("document.querySelector('a.csv').getAttribute('href')")).startswith("/sql.csv?q=")
+        # the download CSV button: a POST of the page's form (its query and the server's token), as the browser sends it
+        assert await b.js("document.querySelector('form.csv').method") == "post"
+        posted = await b.js("fetch('/sql.csv', {method: 'POST', body: new URLSearchParams(new FormData(document.querySelector('form.csv')))})"
+                            ".then(r => r.text())")  # fmt: skip
+        assert posted.splitlines()[0] == "model,env,n" and len(posted.splitlines()) == 7
+        assert await b.js("fetch('/sql.csv?q=SELECT%201').then(r => r.status)") == 405  # what a link or <img> could do
         await _shot(b, shots, "sql")
 
     async with viewer([known_file]) as base, Browser(tmp_path / "profile2") as b:

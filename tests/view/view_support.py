@@ -8,6 +8,7 @@ import sys
 from collections.abc import AsyncIterator, Sequence
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import duckdb
@@ -53,9 +54,9 @@ def write_known(folder: Path) -> Path:
 
 
 @contextlib.asynccontextmanager
-async def viewer(paths: Sequence[Path]) -> AsyncIterator[str]:
-    """The viewer over ``paths`` on a free loopback port; yields its base URL."""
-    async with serve_app(make_app(Source(paths))) as port:
+async def viewer(paths: Sequence[Path], **options: Any) -> AsyncIterator[str]:
+    """The viewer over ``paths`` on a free loopback port (``options``: make_app's); yields its base URL."""
+    async with serve_app(make_app(Source(paths), **options)) as port:
         yield f"http://127.0.0.1:{port}"
 
 

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from ..bounds import redact_url, url_problem
 from ..errors import ConfigError
 
 
@@ -72,6 +73,11 @@ def text_option(env: str, key: str, value: object, *, meaning: str = "", schemes
     ok = bool(items) and all(isinstance(v, str) and v.strip() for v in items)
     if ok and schemes:
         ok = all(str(v).startswith(tuple(f"{s}://" for s in schemes)) for v in items)
+    if ok and schemes:
+        problem = next((p for p in map(url_problem, items) if p), None)
+        if problem is not None:
+            raise ConfigError(f"{env}: option {key}={redact_url(str(value))!r} {problem}; write it as {schemes[0]}://HOST[:PORT]/... "
+                              "(an IPv6 host in brackets)" + (f" ({meaning})" if meaning else ""))  # fmt: skip
     if not ok:
         kind = f"a URL starting with {' or '.join(f'{s}://' for s in schemes)}" if schemes else "a non-empty string" + (" or a list of them" if many else "")
         raise ConfigError(f"{env}: option {key}={value!r} must be {kind}" + (f" ({meaning})" if meaning else ""))

@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 import aiohttp
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
 
+from ..bounds import DEFAULT_MAX_RESPONSE_BYTES, BodyTooLarge, read_body
 from ..errors import ConfigError, ContextLimitError, ModelError, RetryableModelError
 from ..limits import ModelLimits
 from ..records import CallRow, now
@@ -70,6 +71,8 @@ class ModelConfig:
     # resume after the fix); 0: never
     max_same_failures: int = 5
     timeout: float = 120.0  # seconds for one HTTP attempt
+    # the largest response body read (decompressed); a larger one is this call's model_error, read no further
+    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
     task_header: bool = False  # send X-AgentBench-Task (only the built-in mock model uses it)
     price_in: float | None = None  # USD per 1M input tokens (reports)
     price_out: float | None = None  # USD per 1M output tokens (reports)
@@ -359,7 +362,10 @@ class ModelClient(abc.ABC):
                 try:
                     async with self.session.post(url, data=payload, headers=headers, timeout=self._timeout, **self._via) as resp:
                         row.http_status = resp.status
-                        raw = await resp.read()
+                        try:
+                            raw = await read_body(resp, self.config.max_response_bytes)
+                        except BodyTooLarge as exc:
+                            raise self._oversized(exc, row, resp, sent_at, start) from None
                         retry_after = server_pause(resp.headers)
                         should_retry = resp.headers.get("x-should-retry")
                         self._observe(row, resp.status, resp.headers, sent_at)
@@ -382,6 +388,15 @@ class ModelClient(abc.ABC):
             row.error = "cancelled: the run was interrupted before the server answered"
             row.latency_ms = (time.perf_counter() - start) * 1000
             raise
+
+    def _oversized(self, exc: BodyTooLarge, row: CallRow, resp: aiohttp.ClientResponse, sent_at: float, start: float) -> ModelError:
+        """A reply past ``max_response_bytes``: not read further (the connection is dropped), this call's ``model_error``
+        (not retried: the same request would be answered the same size)."""
+        self._observe(row, resp.status, resp.headers, sent_at)
+        row.latency_ms = (time.perf_counter() - start) * 1000
+        row.error = f"{exc}; not read further (raise max_response_bytes if this server's replies are that large)"
+        self.stats["errors"] += 1
+        return ModelError(f"{self.config.name}: HTTP {resp.status}, {row.error}", http_status=resp.status)
 
     def _observe(self, row: CallRow, status: int | None, headers: Mapping[str, str] | None, sent_at: float) -> None:
         """Let the limits learn from this answer to a request sent at ``sent_at`` (the event loop's clock): its

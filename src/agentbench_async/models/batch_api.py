@@ -24,6 +24,7 @@ from typing import Any
 
 import aiohttp
 
+from ..bounds import BodyTooLarge, read_body
 from ..errors import ModelError
 from .anthropic import ANTHROPIC_VERSION
 from .base import ModelClient, backoff_seconds, expected_base_url, retryable_status, server_pause
@@ -115,7 +116,11 @@ class BatchAPI(abc.ABC):
             attempt += 1
             try:
                 async with self.client.session.request(method, url, headers=headers, timeout=self._timeout, **self.client._via, **kwargs) as resp:
-                    raw = await resp.read()
+                    try:
+                        raw = await read_body(resp, self.config.max_response_bytes)
+                    except BodyTooLarge as exc:
+                        raise ModelError(f"{self.config.name} ({self.base_url}): {what}: HTTP {resp.status}, {exc}; not read "
+                                         "further (raise max_response_bytes, or batch fewer requests)", http_status=resp.status) from None  # fmt: skip
                     status, asked = resp.status, server_pause(resp.headers)
             except (aiohttp.ClientError, asyncio.TimeoutError, ConnectionError) as exc:
                 error = f"{type(exc).__name__}: {exc}"

@@ -23,6 +23,7 @@ from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
+from ..bounds import check_http_url
 from ..errors import ConfigError
 
 if TYPE_CHECKING:
@@ -83,6 +84,7 @@ def apply_sdk_environment(config: ModelConfig, given: Mapping[str, object], wher
         config.base_url = env[url_var]
         if not config.base_url.startswith(("http://", "https://")):
             raise ConfigError(f"{where}.base_url: ${url_var} is {config.base_url!r}, not an http(s) URL")
+        check_http_url(config.base_url, f"{where}.base_url (${url_var})")
     if config.provider == "azure":
         if config.api_version is None and env.get(AZURE_API_VERSION_VARIABLE):
             config.api_version = env[AZURE_API_VERSION_VARIABLE]

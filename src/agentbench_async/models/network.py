@@ -21,12 +21,13 @@ import ssl
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import aiohttp
 from aiohttp.helpers import get_env_proxy_for_url
 from yarl import URL
 
+from ..bounds import redact_url, url_problem
 from ..errors import ConfigError
 
 
@@ -57,6 +58,8 @@ def route(url: str, *, proxy: str | None = None, ca_bundle: str | Path | None = 
     if proxy:
         if not proxy.startswith("http://"):
             raise ConfigError(f"{where}: {redact_url(proxy)!r} is not an http:// proxy URL (aiohttp speaks to proxies over http)")
+        if url_problem(proxy) is not None:
+            raise ConfigError(f"{where}: {redact_url(proxy)!r} {url_problem(proxy)}; write it as http://HOST:PORT")
         return Route(proxy, None, _tls(url, ca_bundle, where))
     try:
         env_proxy, auth = get_env_proxy_for_url(URL(url))
@@ -84,10 +87,3 @@ def request_kwargs(target: Route) -> dict[str, Any]:
         return {}
     return {"proxy": target.proxy, "proxy_auth": target.proxy_auth} if target.proxy_auth else {"proxy": target.proxy}
 
-
-def redact_url(url: str) -> str:
-    """``http://user:secret@host:3128`` -> ``http://***@host:3128`` (credentials are never stored or printed)."""
-    parts = urlsplit(url)
-    if "@" not in parts.netloc:
-        return url
-    return urlunsplit(parts._replace(netloc="***@" + parts.netloc.rsplit("@", 1)[1]))

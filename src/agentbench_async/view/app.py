@@ -2,7 +2,9 @@
 
 Read-only by construction: every route is GET (anything else is answered 405), the files are opened
 read-only through ``analytics.load``, and the SQL box runs one SELECT on a connection without file or
-network access. It binds loopback unless told otherwise; then it also refuses requests whose ``Host`` is
+network access. The one exception is the SQL page's CSV download: a POST carrying the server's token (which only
+its own pages hold, so another site's page cannot make a browser ask for it), from the same origin when the
+browser names one, cut at ``csv_max_rows`` rows and ``csv_max_bytes`` bytes. It binds loopback unless told otherwise; then it also refuses requests whose ``Host`` is
 not a loopback name (so a web page cannot reach it through DNS rebinding). Pages carry no inline script or
 style and a Content-Security-Policy that allows only the viewer's own ``/static`` files, on top of the
 escaping of every value (``html.py``).
@@ -11,8 +13,10 @@ escaping of every value (``html.py``).
 from __future__ import annotations
 
 import asyncio
+import hmac
 import ipaddress
 import logging
+import secrets
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -37,6 +41,9 @@ _HEADERS = {
     "X-Frame-Options": "DENY",
 }
 SOURCE: web.AppKey[Source] = web.AppKey("source", Source)
+TOKEN: web.AppKey[str] = web.AppKey("token", str)  # the CSV download's per-server token
+CSV_LIMITS: web.AppKey[tuple[int, int]] = web.AppKey("csv_limits", tuple)  # (rows, bytes) of a CSV download at most
+CSV_PATH = "/sql.csv"
 LOOPBACK_ONLY: web.AppKey[bool] = web.AppKey("loopback_only", bool)
 WARM: web.AppKey[asyncio.Task[None]] = web.AppKey("warm", asyncio.Task)
 log = logging.getLogger(__name__)
@@ -59,11 +66,19 @@ def _request_host(request: web.Request) -> str:
     return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
 
 
+def _same_origin(request: web.Request) -> bool:
+    """No ``Origin`` (a client that is not a browser), or the one this request is addressed to."""
+    origin = request.headers.get("Origin")
+    return origin is None or origin == f"{request.scheme}://{request.headers.get('Host', '')}"
+
+
 @web.middleware
 async def _guard(request: web.Request, handler: Handler) -> web.StreamResponse:
-    if request.method not in ("GET", "HEAD"):
-        resp: web.StreamResponse = web.Response(status=405, text="agentbench view is read-only: only GET requests are answered\n",
-                                                headers={"Allow": "GET, HEAD"})
+    csv = request.path == CSV_PATH
+    if request.method not in (("POST",) if csv else ("GET", "HEAD")):
+        text = ("the CSV download is a POST from the SQL page's own button (it carries this server's token): open /sql, "
+                "run the query, press download CSV\n") if csv else "agentbench view is read-only: only GET requests are answered\n"  # fmt: skip
+        resp: web.StreamResponse = web.Response(status=405, text=text, headers={"Allow": "POST" if csv else "GET, HEAD"})
     elif request.app[LOOPBACK_ONLY] and not is_loopback(_request_host(request)):
         resp = web.Response(status=403, text="agentbench view answers only requests addressed to its loopback address\n")
     else:
@@ -147,14 +162,24 @@ async def sql(request: web.Request) -> web.Response:
 
     answer, error, tables = await source.run(work)
     status = 200 if not error else 403 if "read-only" in error else 400
-    return _html(request, "SQL", pages.sql(text, answer, error, tables), active="/sql", status=status)
+    rows, size = request.app[CSV_LIMITS]
+    body = pages.sql(text, answer, error, tables, csv=pages.CsvForm(CSV_PATH, request.app[TOKEN], rows, size))
+    return _html(request, "SQL", body, active="/sql", status=status)
 
 
 async def sql_csv(request: web.Request) -> web.Response:
-    text = request.query.get("q", "")
-    answer = await request.app[SOURCE].run(lambda res: q.run_sql(res, text, limit=None))
-    return web.Response(body=q.csv_text(answer).encode("utf-8"), content_type="text/csv", charset="utf-8",
-                        headers={"Content-Disposition": 'attachment; filename="query.csv"'})
+    form = await request.post()
+    token = form.get("token")
+    if not _same_origin(request) or not isinstance(token, str) or not hmac.compare_digest(token, request.app[TOKEN]):
+        return web.Response(status=403, text="the CSV download needs this server's token, which only its own SQL page holds: "
+                                             "open /sql and press download CSV there\n")  # fmt: skip
+    text = str(form.get("q", ""))
+    rows, size = request.app[CSV_LIMITS]
+    done = await request.app[SOURCE].run(lambda res: q.csv_export(res, text, rows, size))
+    headers = {"Content-Disposition": 'attachment; filename="query.csv"'}
+    if done.cut is not None:  # the file holds the first rows only: say so where a script can see it
+        headers["X-AgentBench-Cut"] = f"first {done.rows:,} rows: the download stops at {done.cut} (agentbench view --csv-max-rows/--csv-max-mib)"
+    return web.Response(body=done.body, content_type="text/csv", charset="utf-8", headers=headers)
 
 
 async def not_found(request: web.Request) -> web.Response:
@@ -174,13 +199,15 @@ async def _warm(app: web.Application) -> None:
     app[WARM] = asyncio.create_task(warm())
 
 
-def make_app(source: Source, *, loopback_only: bool = True) -> web.Application:
-    app = web.Application(middlewares=[_guard])
+def make_app(source: Source, *, loopback_only: bool = True, csv_max_rows: int = q.CSV_ROWS, csv_max_bytes: int = q.CSV_BYTES) -> web.Application:
+    app = web.Application(middlewares=[_guard], client_max_size=1 << 20)  # a POST body (the CSV's query) of 1 MiB at most
     app[SOURCE] = source
     app[LOOPBACK_ONLY] = loopback_only
+    app[TOKEN] = secrets.token_urlsafe(32)
+    app[CSV_LIMITS] = (csv_max_rows, csv_max_bytes)
     app.add_routes([
         web.get("/", overview), web.get("/failures", failures), web.get("/episodes", episodes), web.get("/episode", episode),
-        web.get("/live", live), web.get("/compare", compare), web.get("/sql", sql), web.get("/sql.csv", sql_csv),
+        web.get("/live", live), web.get("/compare", compare), web.get("/sql", sql), web.post(CSV_PATH, sql_csv),
         web.static("/static", STATIC), web.route("*", "/{tail:.*}", not_found),
     ])  # fmt: skip
     app.on_startup.append(_warm)
@@ -193,12 +220,14 @@ async def _close(source: Source) -> None:
 
 
 async def serve(paths: Sequence[Path], host: str = "127.0.0.1", port: int = DEFAULT_PORT,
-                ready: Callable[[str], None] | None = None, pool: bool = False) -> None:
+                ready: Callable[[str], None] | None = None, pool: bool = False, csv_max_rows: int = q.CSV_ROWS,
+                csv_max_bytes: int = q.CSV_BYTES) -> None:  # fmt: skip
     """Serve the viewer until cancelled; ``ready(url)`` is called once it listens. ``pool`` merges the configurations
-    of a model x environment into one row (by default each has its own)."""
+    of a model x environment into one row (by default each has its own); ``csv_max_*`` bound the SQL page's download."""
     source = Source(paths, pool=pool)
     await asyncio.get_running_loop().run_in_executor(None, source.check)
-    runner = web.AppRunner(make_app(source, loopback_only=is_loopback(host)), access_log=None)
+    app = make_app(source, loopback_only=is_loopback(host), csv_max_rows=csv_max_rows, csv_max_bytes=csv_max_bytes)
+    runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     try:
         site = web.TCPSite(runner, host, port)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ..analytics import behaviour as behaviour_mod
@@ -458,7 +459,21 @@ def _flips(data: q.CompareView, result: Comparison) -> Markup:
 SQL_EXAMPLE = "SELECT model, env, failure_class, count(*) AS episodes\nFROM episode_outcomes\nGROUP BY ALL ORDER BY ALL"
 
 
-def sql(query: str, answer: q.SqlAnswer | None, error: str, tables: Sequence[tuple[str, str]]) -> Markup:
+@dataclass(frozen=True)
+class CsvForm:
+    """Where the SQL page's download button posts, the server's token it carries, and the download's bounds."""
+
+    action: str
+    token: str
+    max_rows: int
+    max_bytes: int
+
+    def render(self, query: str) -> Markup:
+        return Markup(f'<form class="csv" method="post" action="{esc(self.action)}"><input type="hidden" name="q" value="{esc(query)}">'
+                      f'<input type="hidden" name="token" value="{esc(self.token)}"><button class="link">download CSV</button></form>')
+
+
+def sql(query: str, answer: q.SqlAnswer | None, error: str, tables: Sequence[tuple[str, str]], csv: CsvForm) -> Markup:
     parts = [Markup('<form class="sql" method="get" action="/sql">'
                     f'<textarea name="q" rows="6" cols="100" spellcheck="false">{esc(query or SQL_EXAMPLE)}</textarea>'
                     "<div><button>Run</button> <span class=\"note\">read-only: one SELECT (or DESCRIBE/SHOW/SUMMARIZE) "
@@ -466,9 +481,10 @@ def sql(query: str, answer: q.SqlAnswer | None, error: str, tables: Sequence[tup
     if error:
         parts.append(element("p", error, cls="error"))
     if answer is not None:
-        more = f" (first {len(answer.rows):,} shown; the CSV has them all)" if answer.truncated else ""
-        parts.append(element("p", join([f"{len(answer.rows):,} row{'s' if len(answer.rows) != 1 else ''}{more} · ",
-                                        link(url("/sql.csv", {"q": query}), "download CSV", cls="csv")]), cls="note"))
+        bound = f"up to {csv.max_rows:,} rows, {csv.max_bytes / (1 << 20):g} MiB"
+        more = f" (first {len(answer.rows):,} shown; the CSV has {bound})" if answer.truncated else ""
+        parts.append(element("div", join([f"{len(answer.rows):,} row{'s' if len(answer.rows) != 1 else ''}{more} · ",
+                                          csv.render(query)]), cls="note"))
         parts.append(table(answer.columns, [[fmt(v) if not isinstance(v, str) else v for v in r] for r in answer.rows],
                            left=len(answer.columns), cls="sql-result", test_id="sql"))
     parts.append(element("h2", "Tables and views"))

@@ -12,8 +12,8 @@ import csv
 import io
 import json
 import threading
-from contextlib import nullcontext
-from collections.abc import Callable, Mapping, Sequence
+from contextlib import contextmanager, nullcontext
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
@@ -37,6 +37,9 @@ T = TypeVar("T")
 PAGE_SIZE = 50
 SQL_ROWS = 1000  # rows of a SQL answer shown on the page (the CSV download has them all)
 SQL_TIMEOUT_S = 20.0
+CSV_ROWS = 1_000_000  # rows of the CSV download at most (view --csv-max-rows)
+CSV_BYTES = 64 << 20  # bytes of the CSV download at most (view --csv-max-mib)
+_CSV_BATCH = 10_000  # rows fetched at a time for the CSV
 SORTS: dict[str, str] = {
     "episode": "episode_id, source_file, run_id",
     "score": "counted_score DESC NULLS LAST, episode_id",
@@ -546,8 +549,8 @@ def read_only_statement(query: str) -> str:
     return str(statement.query).strip()
 
 
-def run_sql(res: Results, query: str, limit: int | None = SQL_ROWS) -> SqlAnswer:
-    """Run one read-only query; ``limit`` rows are kept (None: all, for the CSV download).
+def run_sql(res: Results, query: str, limit: int = SQL_ROWS) -> SqlAnswer:
+    """Run one read-only query; ``limit`` rows are kept.
 
     The connection is locked down first: no file or network access (``read_csv('/etc/...')``, ``COPY TO``,
     ``ATTACH``, ``INSTALL`` fail; only the snapshot folder of a file a run is writing stays readable) and no
@@ -555,6 +558,17 @@ def run_sql(res: Results, query: str, limit: int | None = SQL_ROWS) -> SqlAnswer
     may reopen the files on another connection when a live snapshot moved on): an error there is shown and
     the user runs it again. A query running longer than ``SQL_TIMEOUT_S`` is interrupted.
     """
+    with _locked_down(res, query, limit) as cursor:
+        columns = [d[0] for d in cursor.description or []]
+        rows = cursor.fetchall()
+    truncated = len(rows) > limit
+    return SqlAnswer(columns, rows[:limit] if truncated else rows, truncated)
+
+
+@contextmanager
+def _locked_down(res: Results, query: str, limit: int) -> Iterator[duckdb.DuckDBPyConnection]:
+    """The cursor of one read-only query (at most ``limit + 1`` rows) on ``res``'s connection, locked down as
+    ``run_sql`` says; reading it inside the block is under the same time limit and turns errors into ``ViewError``."""
     statement = read_only_statement(query)
     con = res.con
     allowed = ", ".join(_sql_str(str(live_dir(p.resolve())) + "/") for p in res.live_files)
@@ -562,30 +576,64 @@ def run_sql(res: Results, query: str, limit: int | None = SQL_ROWS) -> SqlAnswer
         con.execute(f"SET allowed_directories = [{allowed}]")
     con.execute("SET enable_external_access = false")
     con.execute("SET lock_configuration = true")
-    wrapped = statement if limit is None else f"SELECT * FROM (\n{statement}\n) LIMIT {limit + 1}"
     timer = threading.Timer(SQL_TIMEOUT_S, con.interrupt)
     timer.start()
     try:
-        cursor = con.execute(wrapped)
-        columns = [d[0] for d in cursor.description or []]
-        rows = cursor.fetchall()
+        yield con.execute(f"SELECT * FROM (\n{statement}\n) LIMIT {limit + 1}")
     except duckdb.Error as exc:
         if isinstance(exc, duckdb.InterruptException):
             raise ViewError(f"the query ran longer than {SQL_TIMEOUT_S:g} s and was stopped") from None
         raise ViewError(f"SQL error: {str(exc).splitlines()[0]}") from None
     finally:
         timer.cancel()
-    truncated = limit is not None and len(rows) > limit
-    return SqlAnswer(columns, rows[:limit] if truncated else rows, truncated)
 
 
-def csv_text(answer: SqlAnswer) -> str:
-    """The answer as CSV (header row, ``\\n`` line ends; NULL is an empty field)."""
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(answer.columns)
-    writer.writerows(["" if v is None else v for v in row] for row in answer.rows)
-    return buf.getvalue()
+@dataclass(frozen=True)
+class CsvExport:
+    """A SQL answer as CSV, cut at a bound: ``cut`` says which (None: every row is in it)."""
+
+    body: bytes
+    rows: int
+    cut: str | None
+
+
+def csv_export(res: Results, query: str, max_rows: int = CSV_ROWS, max_bytes: int = CSV_BYTES) -> CsvExport:
+    """The answer of one read-only query (locked down as ``run_sql``) as CSV (header row, ``\\n`` line ends, NULL an empty
+    field), at most ``max_rows`` rows and ``max_bytes`` bytes, cut at a row's end: rows are fetched a batch at a time
+    and the text stops at the bound, so nothing past it is held (the issue's 169 MB export held 2.27 GB)."""
+    line = _LastLine()
+    writer = csv.writer(line, lineterminator="\n")
+    out: list[bytes] = []
+    size, cut = 0, None
+    with _locked_down(res, query, max_rows) as cursor:
+        for row in _batches(cursor, [d[0] for d in cursor.description or []]):
+            if len(out) > max_rows:
+                cut = f"{max_rows:,} rows"
+                break
+            writer.writerow(["" if v is None else v for v in row])
+            data = line.text.encode("utf-8")
+            if size + len(data) > max_bytes:
+                cut = f"{max_bytes:,} bytes"
+                break
+            out.append(data)
+            size += len(data)
+    return CsvExport(b"".join(out), max(len(out) - 1, 0), cut)
+
+
+def _batches(cursor: duckdb.DuckDBPyConnection, header: list[str]) -> Iterator[Sequence[Any]]:
+    """``header``, then the cursor's rows, fetched ``_CSV_BATCH`` at a time."""
+    yield header
+    while batch := cursor.fetchmany(_CSV_BATCH):
+        yield from batch
+
+
+class _LastLine:
+    """A file for ``csv.writer`` keeping only the line written last (one ``write`` per row)."""
+
+    text = ""
+
+    def write(self, text: str) -> None:
+        self.text = text
 
 
 def schema(res: Results) -> list[tuple[str, str]]:
