@@ -70,11 +70,12 @@ def overview(data: q.Overview, files: Sequence[str]) -> Markup:
         cell = link(url("/episodes", {"model": r["model"], "env": r["env"], "config": r["config_id"] if r["config"] else ""}),
                     join([_model(r), f" · {r['env']}"]))
         rows.append([cell, r["metric"], percent(r["score"]), ci, r["n"], infra, r.get("settings") or AGENTBENCH_SETTINGS])
-    parts.append(note("Mean episode score (%) over the model's own outcomes; env_error, model_error and cancelled episodes "
-                      "are not in n (infrastructure failures, re-run on resume). 95% interval: Wilson for 0/1 scores, "
+    parts.append(note("Mean episode score (%) over every episode, as the paper counts every sample: env_error, model_error "
+                      "and cancelled episodes (infrastructure failures, re-run on resume) are in n as failures and counted "
+                      "apart (agentbench report --denominator outcomes leaves them out). 95% interval: Wilson for 0/1 scores, "
                       "percentile bootstrap (2,000 resamples, fixed seed) otherwise."))
     parts.append(_settings(data.deviations))
-    parts.append(table(["model · env", "metric", "score %", "95% CI", "n", "infra excluded", "settings"], rows, left=2, test_id="scores"))
+    parts.append(table(["model · env", "metric", "score %", "95% CI", "n", "infra (in n)", "settings"], rows, left=2, test_id="scores"))
     parts.append(Markup(interval_bars(
         [(f"{shown(r)} · {r['env']}", 100 * (r["score"] or 0.0), None if r["ci_low"] is None else 100 * r["ci_low"],
           None if r["ci_high"] is None else 100 * r["ci_high"]) for r in data.scores.iter_rows(named=True) if r["n"]],
