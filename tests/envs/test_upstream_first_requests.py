@@ -65,8 +65,10 @@ def test_os_without_the_files_runs_its_own_wording_as_a_named_deviation(official
     own = os_first_messages("DESC", "text", env.prompts("text"))
     assert own != _os_upstream_text(official_data_dir, "DESC") and own[-1]["content"].endswith("My problem is:\n\nDESC")
     assert [d.setting for d in env.deviations(None, {}, "text")] == ["os.prompts"]
-    assert [d.setting for d in env.deviations(None, {}, "tools")] == ["os.tools_prompt", "os.tools"]
-    assert env.deviations(str(official_data_dir), {}, "text") == env.deviations(str(official_data_dir), {}, "tools") == []
+    assert [d.setting for d in env.deviations(None, {}, "tools")] == ["os.tools_prompt", "os.tools", "os.tool_errors"]
+    assert env.deviations(str(official_data_dir), {}, "text") == []
+    # tools mode with FC's wording: only the handling of a reply without a tool call differs from FC's (named)
+    assert [d.setting for d in env.deviations(str(official_data_dir), {}, "tools")] == ["os.tool_errors"]
     # a data dir without the pulled sources: one line naming the file and data pull
     assert "upstream-prompts/v0.2/src/server/tasks/os_interaction/task.py" in env.missing_data(tmp_path, {}, "dev", "text")
     assert "upstream-prompts/fc/src/server/tasks/os_interaction/task.py" in env.missing_data(tmp_path, {}, "dev", "tools")
@@ -107,7 +109,7 @@ def test_db_without_the_files_runs_its_own_wording_as_a_named_deviation(official
     assert [d.setting for d in env.deviations(None, {}, "text")] == ["db.prompts"]
     assert env.deviations(str(official_data_dir), {}, "text") == []
     # FC's system text is in its dbbench/task.py, which data pull does not fetch: still the project's, named
-    assert [d.setting for d in env.deviations(str(official_data_dir), {}, "tools")] == ["db.tools_prompt"]
+    assert [d.setting for d in env.deviations(str(official_data_dir), {}, "tools")] == ["db.tools_prompt", "db.tool_errors"]
     (tmp_path / "dbbench").mkdir()
     (tmp_path / "dbbench" / "dev.jsonl").symlink_to(official_data_dir / "dbbench" / "dev.jsonl")  # AgentBench's data/ alone
     assert "upstream-prompts/v0.2/src/server/tasks/dbbench/__init__.py" in env.missing_data(tmp_path, {}, "dev", "text")

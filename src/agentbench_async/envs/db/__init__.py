@@ -69,8 +69,14 @@ class DBEnvironment(Environment):
 
     @classmethod
     def deviations(cls, data_dir: object, options: dict[str, Any], action_mode: str) -> list[Deviation]:
-        return wording_deviations("db", data_dir, action_mode, upstream="upstream's instruction and acknowledgement",
-                                  text="the project's own instruction", tools="the project's own execute_sql/commit_final_answer descriptions")  # fmt: skip
+        out = wording_deviations("db", data_dir, action_mode, upstream="upstream's instruction and acknowledgement",
+                                 text="the project's own instruction", tools="the project's own execute_sql/commit_final_answer descriptions")  # fmt: skip
+        if action_mode == "tools":
+            out.append(Deviation("db.tool_errors", "a reply without a tool call ends the episode (invalid_format); answers "
+                                 "graded as in text mode", "AgentBench FC re-prompts and the round counts; its answers are "
+                                 "normalised (thousand separators, none -> 0, 0.01 tolerance)", "episodes can end earlier; "
+                                 "grading differs", envs=("db",)))  # fmt: skip
+        return out
 
     def prompts(self, action_mode: str) -> Prompts:
         """The run's wording in ``action_mode`` (AgentBench's from ``--data-dir``, else the project's), read once."""

@@ -89,9 +89,15 @@ class OSEnvironment(Environment):
 
     @classmethod
     def deviations(cls, data_dir: object, options: dict[str, Any], action_mode: str) -> list[Deviation]:
-        return wording_deviations("os", data_dir, action_mode, upstream="upstream's instruction and one-shot example",
-                                  text="the project's own instruction and one-shot example",
-                                  tools="the project's own bash_action/answer_action/finish_action definitions", fc_text=True)  # fmt: skip
+        out = wording_deviations("os", data_dir, action_mode, upstream="upstream's instruction and one-shot example",
+                                 text="the project's own instruction and one-shot example",
+                                 tools="the project's own bash_action/answer_action/finish_action definitions", fc_text=True)  # fmt: skip
+        if action_mode == "tools":
+            out.append(Deviation("os.tool_errors", "a reply without a readable tool call ends the episode (invalid_format, "
+                                 "invalid_action); finish_action's thought is not an answer", "AgentBench FC re-prompts "
+                                 "('No executable tool calls found. Please call a tool instead') and the round counts; its "
+                                 "finish_action commits the thought as the answer", "episodes can end earlier", envs=("os",)))  # fmt: skip
+        return out
 
     def __init__(self, *, data_dir: Any = None, options: dict[str, Any] | None = None) -> None:
         super().__init__(data_dir=data_dir, options=self.check_options(options or {}))
