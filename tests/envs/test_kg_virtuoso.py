@@ -17,7 +17,8 @@ from aiohttp import web
 from agentbench_async.envs import EpisodeContext, make_env
 from agentbench_async.envs.kg import KGEnvironment
 from agentbench_async.envs.kg.tasks import builtin_dir
-from agentbench_async.errors import ConfigError, EnvUnavailableError
+from agentbench_async.envs.kg.backends import HttpSparqlBackend
+from agentbench_async.errors import ConfigError, EnvError, EnvUnavailableError
 from agentbench_async.testing import play
 from agentbench_async.types import ModelReply
 from support import require
@@ -144,6 +145,42 @@ async def test_unreachable_endpoint_is_a_clear_startup_error() -> None:
         await env.start()
     with pytest.raises(ConfigError, match="must be a URL starting with http:// or https://"):  # a user's mistake
         await make_env("kg", options={"kg_endpoint": "file:///etc/passwd"}).start()
+
+
+async def test_an_endpoint_answer_past_the_bound_is_env_error_and_not_read(monkeypatch) -> None:
+    """Issue 37: an endpoint's answer is read at most ``max_reply_bytes`` (64 MiB), as a model's reply; one streaming on
+    is cut, the episode an env_error naming the bound, never the whole answer in memory."""
+    sent: list[int] = []
+
+    async def sparql(request: web.Request) -> web.StreamResponse:
+        await request.post()
+        resp = web.StreamResponse(headers={"Content-Type": "application/sparql-results+json"})
+        await resp.prepare(request)
+        written = 0
+        try:
+            while written < 256 << 20:
+                await resp.write(b" " * (64 << 10))
+                written += 64 << 10
+        except (ConnectionError, RuntimeError):
+            pass
+        sent.append(written)
+        return resp
+
+    monkeypatch.setattr(HttpSparqlBackend, "max_reply_bytes", 1 << 20)
+    app = web.Application()
+    app.router.add_post("/sparql", sparql)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    port = _free_port()
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+    backend = HttpSparqlBackend(f"http://127.0.0.1:{port}/sparql")
+    try:
+        with pytest.raises(EnvError, match=r"larger than the 1,048,576-byte cap \(more than 1,048,576 bytes sent\); not read further"):
+            await backend.select("SELECT ?x WHERE { ?x ?p ?o }")
+    finally:
+        await backend.close()
+        await runner.cleanup()
+    assert sent and sent[0] < 64 << 20, sent
 
 
 async def test_endpoint_failures_during_an_episode() -> None:

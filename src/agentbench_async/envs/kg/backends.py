@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import json
 from pathlib import Path
 from typing import Any, Protocol
 
 import aiohttp
 
+from ...bounds import DEFAULT_MAX_RESPONSE_BYTES, BodyTooLarge, read_body
 from ...environment import EnvError, EnvUnavailableError, client_session, request_kwargs, route
 from .sparql import clean_value
 
@@ -86,6 +88,8 @@ class OxigraphBackend:
 class HttpSparqlBackend:
     """Any SPARQL 1.1 endpoint (Virtuoso with Freebase, Fuseki, Oxigraph server, …) over aiohttp."""
 
+    max_reply_bytes = DEFAULT_MAX_RESPONSE_BYTES  # one answer read at most (as a model's reply); a larger one is env_error
+
     def __init__(self, url: str, *, timeout_s: float = 120.0, max_in_flight: int = 16) -> None:
         if not url.startswith(("http://", "https://")):
             raise EnvUnavailableError(f"kg: --kg-endpoint must be an http(s) URL, got {url!r}")
@@ -114,13 +118,16 @@ class HttpSparqlBackend:
         async with self._limit:
             try:
                 async with self._client().post(self.url, data={"query": query}, headers=headers, **request_kwargs(self._route)) as resp:
-                    text = await resp.text()
+                    try:
+                        text = (await read_body(resp, self.max_reply_bytes)).decode("utf-8", "replace")  # SPARQL JSON is UTF-8
+                    except BodyTooLarge as exc:
+                        raise EnvError(f"kg: SPARQL endpoint {self.url}: {exc}; not read further") from None
                     if resp.status >= 500 and not text.strip():
                         raise EnvError(f"kg: SPARQL endpoint {self.url} answered HTTP {resp.status}")
                     if resp.status != 200:
                         raise QueryFailed(f"HTTP {resp.status}: {text.strip()[:300]}")
                     try:
-                        payload = await resp.json(content_type=None)
+                        payload = json.loads(text)
                     except ValueError:
                         raise QueryFailed(f"not SPARQL JSON results: {text[:200]!r}") from None
             except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
