@@ -9,8 +9,8 @@ LEFT JOIN (SELECT DISTINCT run_id, episode_id, model, env FROM episodes) AS e US
 
 -- call_usage: per model and caller (agent | judge): requests (first attempts), attempts, retries,
 -- failed attempts, tokens and latency percentiles (milliseconds); then prompt caching (input tokens read
--- from and written to the provider's cache, and the hit share: read / input) and batch mode (attempts that
--- went in a provider batch).
+-- from and written to the provider's cache, and the hit share: read / input), batch mode (attempts that
+-- went in a provider batch) and where the time went (answer_s, server_queue_s, limiter_wait_s).
 CREATE OR REPLACE VIEW call_usage AS
 SELECT
     call_model AS model,
@@ -30,7 +30,12 @@ SELECT
     coalesce(sum(cache_read_tokens), 0)::BIGINT AS cache_read_tokens,
     coalesce(sum(cache_write_tokens), 0)::BIGINT AS cache_write_tokens,
     coalesce(sum(cache_read_tokens), 0) / nullif(sum(input_tokens), 0) AS cache_hit_share,
-    count(*) FILTER (WHERE batch_id IS NOT NULL) AS batched_attempts
+    count(*) FILTER (WHERE batch_id IS NOT NULL) AS batched_attempts,
+    -- where the time went: answering (latency, the server's queue included), of it in the server's queue where the
+    -- server says so, and before sending, in the engine's limiter (NULL in files written before these columns)
+    sum(latency_ms) / 1000 AS answer_s,
+    sum(server_queue_ms) / 1000 AS server_queue_s,
+    sum(queue_ms) / 1000 AS limiter_wait_s
 FROM calls
 GROUP BY ALL;
 

@@ -15,7 +15,7 @@ from aiohttp import web
 from engine_support import echo_config, query, run, serve_app, start_mock
 
 from agentbench_async.analytics import load
-from agentbench_async.analytics.operations import waiting_hints
+from agentbench_async.analytics.operations import limit_lines, waiting_hints
 from agentbench_async.config import build_config
 from agentbench_async.models.server_timing import header_queue_ms, timings_queue_ms
 
@@ -43,6 +43,11 @@ async def test_a_server_that_queues_says_so_and_our_limiter_s_wait_is_apart(tmp_
     assert max(q for _, q, _ in rows) >= 300  # four at once, one served at a time: the later ones waited 200 ms per call ahead
     assert all(lat - q >= 150 for lat, q, _ in rows)  # the rest is the 200 ms of serving
     assert all(ours < 50 for _, _, ours in rows)  # 64 in flight allowed: nothing waited in our limiter
+    with load(out) as res:
+        [line] = limit_lines(res)
+        usage = res.call_usage.row(0, named=True)
+    assert usage["server_queue_s"] == sum(q for _, q, _ in rows) / 1000 and usage["answer_s"] == sum(lat for lat, _, _ in rows) / 1000
+    assert "of it in the server's queue" in line and "waiting in the engine's limiter" not in line
 
     # one request in flight at a time, a server without a queue: the wait is ours, outside latency_ms, and the server says nothing
     server = await start_mock(latency_ms=200)
@@ -54,6 +59,9 @@ async def test_a_server_that_queues_says_so_and_our_limiter_s_wait_is_apart(tmp_
     rows = query(out, "SELECT latency_ms, server_queue_ms, queue_ms FROM model_calls")
     assert all(q is None for _, q, _ in rows) and all(lat < 400 for lat, _, _ in rows)
     assert max(ours for _, _, ours in rows) >= 300
+    with load(out) as res:
+        [line] = limit_lines(res)
+    assert "waiting in the engine's limiter before sending" in line and "server's queue" not in line  # it says nothing
 
 
 async def test_llama_cpp_timings_through_the_client(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 
 import polars as pl
 
+from ..wording import duration
 from .loading import Results
 
 Prices = Mapping[str, tuple[float, float]]  # model -> USD per 1M input, output tokens
@@ -115,6 +116,7 @@ def limit_lines(res: Results) -> list[str]:
     """One line per model on what its request limits paced to (the ``call_limits`` view): requests and tokens per
     minute (configured or reported by the server), and the in-flight cap when it moved (max_in_flight: auto)."""
     lines = []
+    waits = _waits(res)
     for r in res.call_limits.sort("model", nulls_last=True).iter_rows(named=True):
         parts = [f"{r['rpm_limit']:,} requests/min" if r["rpm_limit"] else "no requests/min limit known",
                  f"{r['tpm_limit']:,} tokens/min" if r["tpm_limit"] else "no tokens/min limit known"]  # fmt: skip
@@ -123,5 +125,24 @@ def limit_lines(res: Results) -> list[str]:
                          f"and {r['in_flight_max']})")  # fmt: skip
         else:
             parts.append(f"{r['in_flight_last']} in flight")
-        lines.append(f"limits: {r['model'] or '?'}: " + ", ".join(parts) + f"; {r['refused_429']:,} of {r['attempts']:,} attempts answered 429")
+        lines.append(f"limits: {r['model'] or '?'}: " + ", ".join(parts) + f"; {r['refused_429']:,} of {r['attempts']:,} attempts answered 429"
+                     + waits.get(r["model"], ""))
     return lines
+
+
+def _waits(res: Results) -> dict[str | None, str]:
+    """model -> ``; calls answered in 907 s, 248 s of it in the server's queue; 12 s waiting in the engine's limiter
+    before sending`` (the parts known: the server's queue only where it says so)."""
+    frame = res.call_usage.group_by("model").agg(pl.col("answer_s").sum(), pl.col("server_queue_s").sum(),
+                                                 pl.col("limiter_wait_s").sum(), pl.col("server_queue_s").is_not_null().any().alias("said"))
+    out = {}
+    for r in frame.iter_rows(named=True):
+        if not r["answer_s"]:
+            continue
+        text = f"; calls answered in {duration(r['answer_s'])}"
+        if r["said"]:
+            text += f", {duration(r['server_queue_s'])} of it in the server's queue"
+        if (r["limiter_wait_s"] or 0) >= 0.5:
+            text += f"; {duration(r['limiter_wait_s'])} waiting in the engine's limiter before sending"
+        out[r["model"]] = text
+    return out
