@@ -56,6 +56,9 @@ def ray_settings(raw: Any, *, where: str) -> RaySettings | None:
     address = raw.get("address") or LOCAL
     if not isinstance(address, str):
         raise ConfigError(f"{where}: ray.address: expected a string such as auto or 10.0.0.1:6379, got {address!r}")
+    port = address.rpartition(":")[2]
+    if ":" in address and port.isdigit() and not 0 < int(port) <= 65535:  # the OS would wrap 99999 to 34463
+        raise ConfigError(f"{where}: ray.address: {address!r} has port {port}, not a TCP port; give HOST:PORT with a port 1-65535")
     workers = raw.get("workers")
     if workers is not None and (not isinstance(workers, int) or isinstance(workers, bool) or workers < 1):
         raise ConfigError(f"{where}: ray.workers: expected an integer >= 1, got {workers!r}")
