@@ -1,6 +1,6 @@
 """Configuration labels that are true: a label names only the settings that differ between the configurations shown,
 over the settings that apply to the environments each run played (issue 36). The scenario of the issue, played for real
-through the mock: one model, ``--env all --max-tokens 256`` then ``--env db,card_game --max-tokens 128 --new-run`` with
+through the mock: one model, ``--env all --max-tokens 256`` then ``--env db,os --max-tokens 128 --new-run`` with
 AgentBench's data (kg, alfworld and webshop then play their built-in suites and their own prompt wording in the first
 run only): every row, comparison and page says ``max_tokens: 256`` / ``max_tokens: 128`` and nothing else. Changing only
 the environment list resumes; a changed setting is refused with the setting named as the user set it."""
@@ -47,20 +47,20 @@ def two_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     with mock_process("--data-dir", str(OFFICIAL_DATA)) as base_url:
         first = _run(base_url, out, "all", 256)
         assert first.returncode == 0, first.stderr
-        refused = _run(base_url, out, "db,card_game", 128)
+        refused = _run(base_url, out, "db,os", 128)
         assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
         # the one setting the user changed, in their words; never an environment the new run does not name
         assert "different run config (max_tokens: 256 in the file, 128 now)" in refused.stderr, refused.stderr
-        second = _run(base_url, out, "db,card_game", 128, "--new-run")
+        second = _run(base_url, out, "db,os", 128, "--new-run")
         assert second.returncode == 0, second.stderr
     return out
 
 
 def test_the_stored_settings_claim_nothing_for_environments_not_run(two_runs: Path) -> None:
     configs = [json.loads(c) for (c,) in query(two_runs, "SELECT config FROM runs ORDER BY created_at")]
-    assert configs[1]["envs"] == ["db", "card_game"] and configs[1]["data_dir_skipped"] == {}
-    assert set(configs[1]["env_options"]) <= {"db", "card_game"}
-    assert all(set(d["envs"]) <= {"db", "card_game"} for d in configs[1]["agentbench_deviations"])
+    assert configs[1]["envs"] == ["db", "os"] and configs[1]["data_dir_skipped"] == {}
+    assert set(configs[1]["env_options"]) <= {"db", "os"}
+    assert all(set(d["envs"]) <= {"db", "os"} for d in configs[1]["agentbench_deviations"])
     # the first run did play kg, alfworld and webshop on their built-in suites: its record says so
     assert {"kg", "alfworld", "webshop"} <= set(configs[0]["data_dir_skipped"])
 
@@ -70,7 +70,7 @@ def test_report_labels_the_rows_by_the_one_setting_that_differs(two_runs: Path, 
     by_env: dict[str, set[str]] = {}
     for row in data["scores"]:
         by_env.setdefault(row["env"], set()).add(row["config"])
-    assert by_env["db"] == by_env["card_game"] == {"max_tokens: 256", "max_tokens: 128"}, by_env
+    assert by_env["db"] == by_env["os"] == {"max_tokens: 256", "max_tokens: 128"}, by_env
     assert by_env["kg"] == {"max_tokens: 256"}  # played in the first configuration only: its label all the same
     assert sorted(r["config"] for r in data["overall"]) == ["max_tokens: 128", "max_tokens: 256"]
     text = " ".join(_cli("report", str(two_runs)).stdout.split())
