@@ -6,6 +6,7 @@ viewer and its static export alike: no few-shot answer ever reads as the model's
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 from pathlib import Path
@@ -31,8 +32,6 @@ def played(tmp_path_factory: pytest.TempPathFactory) -> Path:
             await run(cfg)
         finally:
             await server.stop()
-
-    import asyncio
 
     asyncio.run(play())
     return out

@@ -5,8 +5,10 @@ the report lists every differing setting whole in its Configurations table and t
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
+from rich.console import Console
 from support import require
 from view_browser import Browser, chromium
 from view_support import viewer, writer
@@ -40,9 +42,7 @@ async def test_several_configurations_are_readable_at_1280_px(tmp_path: Path) ->
     require(chromium() is not None, "Debian's chromium is not installed (apt-get install -y chromium)")
     path = _three_configurations(tmp_path)
     report = tmp_path / "report.html"
-    from rich.console import Console
-
-    commands.report([path], html=report, json_out=False, console=Console(file=open("/dev/null", "w")))  # noqa: SIM115
+    commands.report([path], html=report, json_out=False, console=Console(file=io.StringIO()))
     async with Browser(tmp_path / "profile") as b:
         await b.goto(report.as_uri())
         assert await b.js(FITS) == [1280, 1280]  # nothing wider than the window
