@@ -92,8 +92,8 @@ class Store:
             stored.setdefault(known, []).append(_loaded(text))
         if not stored or fingerprint in stored:
             return fingerprint
-        for known, configs in stored.items():
-            if all(not config_changes(c, config) for c in configs):
+        for known, configs in stored.items():  # a config without its environment list (older files) is never assumed alike
+            if all(c.get("envs") and not config_changes(c, config) for c in configs):
                 return known
         return fingerprint
 
