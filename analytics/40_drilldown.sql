@@ -41,6 +41,9 @@ QUALIFY row_number() OVER (PARTITION BY run_id, episode_id ORDER BY turn DESC, s
 -- reason 'output budget exhausted (reasoning)' (or without '(reasoning)' when no thinking was seen).
 -- turns_min/median/max: how many model turns were used (for context_limit_exceeded: the turn the
 -- context overflowed at; for task_limit_exceeded: the turns used before the cap).
+CREATE OR REPLACE MACRO numbers_as_n(text) AS
+    regexp_replace(text, '(^|[^A-Za-z0-9_.:/-])[0-9]+(\.[0-9]+)?($|[^A-Za-z0-9_/.:-]|[.:]$|[.:][^0-9])', '\1N\3', 'g');
+
 CREATE OR REPLACE VIEW failure_reasons AS
 WITH e AS (
     SELECT
@@ -49,9 +52,11 @@ WITH e AS (
             CASE WHEN b.limit_kind = 'output_budget' AND coalesce(r.last_output, '') = ''
                  THEN 'output budget exhausted'
                       || CASE WHEN b.reasoned OR coalesce(r.last_has_reasoning, false) THEN ' (reasoning)' ELSE '' END END,
-            regexp_replace(
-                regexp_replace(left(coalesce(o.error, o.end_reason), 200), '''[^'']{25,}''|"[^"]{25,}"', '''…''', 'g'),
-                '[0-9]+(\.[0-9]+)?', 'N', 'g'),
+            -- a number standing alone (counts, sizes, seconds) is N, so messages that differ only there group together;
+            -- digits inside a name stay (gpt-4o-mini, claude-3-5, 127.0.0.1:8000, /v1). Twice: one match takes the
+            -- separator the next one needs (1 2).
+            numbers_as_n(numbers_as_n(
+                regexp_replace(left(coalesce(o.error, o.end_reason), 200), '''[^'']{25,}''|"[^"]{25,}"', '''…''', 'g'))),
             CASE WHEN o.failure_class = 'completed_wrong' THEN 'finished with a wrong answer' ELSE '(no message)' END) AS reason,
         r.last_output
     FROM episode_outcomes AS o

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -69,7 +70,10 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--env", help="environments, comma-separated: os,db,kg,card_game,ltp,alfworld,webshop,mind2web or an installed "
                      "plugin's (agentbench envs lists them); all (the default): every built-in one, each without --data-dir where its "
                      "official data is absent (all,NAME adds a plugin)")
-    run.add_argument("--split", choices=["dev", "test"], help="task split (test = AgentBench 'std'; default test)")
+    run.add_argument("--split", choices=["dev", "test", "std"], help="task split (test, or std as AgentBench names it; default test)")
+    run.add_argument("--task-id", action="append", metavar="ID", help="only this task of each environment that has it "
+                     "(repeatable; agentbench envs --tasks ENV lists the ids)")
+    run.add_argument("--task-ids", type=Path, metavar="FILE", help="only the tasks whose ids FILE lists, one a line (# comments)")
     run.add_argument("--limit", type=int, help="only the first N tasks of each environment")
     run.add_argument("--repeats", type=int, help="run every task K times (pass@k, pass^k)")
     run.add_argument("--max-concurrency", type=int, help="episodes in flight in total (default 256)")
@@ -121,7 +125,7 @@ def _parser() -> argparse.ArgumentParser:
 
     demo = sub.add_parser("demo", help="evaluate the built-in mock model (oracle and weak) on every environment")
     demo.add_argument("--out", type=Path, default=Path("runs/demo.duckdb"), help="the DuckDB file to write (running again resumes)")
-    demo.add_argument("--split", choices=["dev", "test"], default="dev", help="task split (default dev)")
+    demo.add_argument("--split", choices=["dev", "test", "std"], default="dev", help="task split (default dev; std: test)")
     demo.add_argument("--env", help="only these environments (default: all that are available)")
     demo.add_argument("--limit", type=int, help="only the first N tasks of each environment")
     demo.add_argument("--no-progress", action="store_true", help="no live display")
@@ -171,7 +175,10 @@ def _parser() -> argparse.ArgumentParser:
     view.add_argument("--export", type=Path, metavar="DIR", help="write a static site into DIR (new or empty) instead of serving: "
                       "overview, failure matrix, episode lists and every transcript; opens from file:// or any static host")
 
-    sub.add_parser("envs", help="environments, splits, task counts, what each needs installed")
+    envs = sub.add_parser("envs", help="environments, splits, task counts, what each needs installed")
+    envs.add_argument("--tasks", metavar="ENV", help="list ENV's task ids instead, one a line (for --task-id/--task-ids of run)")
+    envs.add_argument("--split", choices=["dev", "test", "std"], default="test", help="with --tasks: the split (default test)")
+    envs.add_argument("--data-dir", type=Path, help="with --tasks: AgentBench's data/ folder (the official tasks' ids)")
 
     new_env = sub.add_parser("new-env", help="write an installable environment package to start your own from (runs at once)")
     new_env.add_argument("name", metavar="NAME", help="the environment's name (lowercase letters, digits, _)")
@@ -268,7 +275,36 @@ def _run_settings(args: argparse.Namespace) -> dict[str, Any]:
         raw["ray"] = ray_raw
     if args.new_run:
         raw["new_run"] = True
+    ids = list(args.task_id or [])
+    if args.task_ids is not None:
+        ids += _task_ids_file(args.task_ids)
+    if ids:
+        raw["task_ids"] = ids
     return raw
+
+
+def _task_ids_file(path: Path) -> list[str]:
+    """The task ids a ``--task-ids`` file lists: one a line, blank lines and ``#`` comments skipped."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"--task-ids {path}: cannot read ({getattr(exc, 'strerror', None) or exc})") from None
+    ids = [line.split("#", 1)[0].strip() for line in text.splitlines()]
+    if not any(ids):
+        raise ConfigError(f"--task-ids {path}: lists no task id (one a line; agentbench envs --tasks ENV > {path} writes them)")
+    return [i for i in ids if i]
+
+
+def _flagged_env_options(args: argparse.Namespace) -> dict[str, str]:
+    """The environments the run's option flags name -> the flag that named it first (--env-option, --db-url, ...)."""
+    named: dict[str, str] = {}
+    for item in args.env_option:
+        named.setdefault(item.partition("=")[0].partition(".")[0].strip().lower(), f"--env-option {item}")
+    for flag, env in (("db_url", "db"), ("kg_endpoint", "kg"), ("alfworld_data", "alfworld"), ("webshop_data", "webshop"),
+                      ("mind2web_data", "mind2web")):  # fmt: skip
+        if getattr(args, flag) is not None:
+            named.setdefault(env, "--" + flag.replace("_", "-"))
+    return named
 
 
 def _add_data_flags(parser: argparse.ArgumentParser) -> None:
@@ -300,6 +336,10 @@ def _add_env_options(args: argparse.Namespace, options: dict[str, dict[str, Any]
 
 def _cmd_run(args: argparse.Namespace) -> int:
     cfg = build_config(_run_settings(args), where=str(args.config) if args.config else "flags")
+    for env, flag in _flagged_env_options(args).items():  # an option for an environment the run does not play: a mistake
+        if env not in cfg.envs:
+            raise ConfigError(f"{flag}: {env} is not one of this run's environments ({', '.join(cfg.envs)}); add it to --env or "
+                              "drop the option")  # fmt: skip
     return _execute(cfg, progress=False if args.no_progress else None, command="run")
 
 
@@ -466,6 +506,9 @@ def _cmd_envs(args: argparse.Namespace) -> int:
     from .analytics.terminal import print_table
     from .envs import available_envs, make_env, plugin_envs, plugins
 
+    if args.tasks is not None:
+        return _list_tasks(args.tasks, args.split, args.data_dir)
+
     table = Table(title="Environments (built-in task suites; --data-dir runs the official ones)", title_justify="left")
     for col in ("env", "metric", "dev", "test", "turn cap", "tools mode"):
         table.add_column(col, justify="right" if col in ("dev", "test", "turn cap") else "left")
@@ -495,6 +538,19 @@ def _cmd_envs(args: argparse.Namespace) -> int:
     unusable += [f"environment plugin {p.name!r} from {p.package} is refused: {p.refused}" for p in plugins().values() if p.refused]
     for line in unusable:
         _err.print(f"warning: {line}", markup=False, highlight=False, soft_wrap=True)  # one line each, for grep
+    return 0
+
+
+def _list_tasks(name: str, split: str, data_dir: Path | None) -> int:
+    """``envs --tasks ENV``: ENV's task ids of ``split``, one a line on stdout (a file for ``run --task-ids``)."""
+    from .config import SPLIT_ALIASES, env_named
+    from .envs import make_env
+
+    if data_dir is not None and not data_dir.is_dir():
+        raise ConfigError(f"--data-dir {data_dir} is not a directory (point it at AgentBench's data/ folder)")
+    env = make_env(env_named(name, "envs --tasks"), data_dir=data_dir)
+    for task in env.tasks(SPLIT_ALIASES.get(split, split)):
+        print(task.task_id)
     return 0
 
 
@@ -542,7 +598,11 @@ def _cmd_serve_mock(args: argparse.Namespace) -> int:
 
             for env, loaded in server.preload(args.preload, available_envs()).items():
                 _err.print(f"preloaded {env}/{args.preload}: {loaded}")
-        url = await server.start(args.host, args.port)
+        try:
+            url = await server.start(args.host, args.port)
+        except OSError as exc:  # the port is taken (or the address is not this machine's): one line, as view says it
+            raise ConfigError(f"serve-mock: cannot listen on {args.host}:{args.port} ({exc.strerror or exc}); choose another "
+                              "--port (0 picks a free one)") from None
         _err.print(f"mock model serving at {url} (policy {args.policy}); Ctrl-C stops")
         try:
             await asyncio.Event().wait()
@@ -586,6 +646,12 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         _err.print("interrupted")
         return 130
+    except BrokenPipeError:
+        # the reader went away (`agentbench sql ... | head`): what it did not read is dropped, no traceback; stdout
+        # points at /dev/null so the interpreter's last flush does not fail again (Python's documented recipe, exit 1)
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
 
 
 if __name__ == "__main__":

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import difflib
 import hashlib
 import json
 import math
@@ -15,7 +17,7 @@ import yaml
 
 from .bounds import DEFAULT_MAX_RESPONSE_BYTES, check_http_url, check_yaml_depth, read_config_text
 from .distributed import RaySettings, ray_settings
-from .envs import available_envs, env_class
+from .envs import available_envs, env_class, plugin_envs
 from .envs.own_tasks import TASKS_FILE, TASKS_SHA256, merge_tasks_setting, settle_task_files
 from .errors import AgentBenchError, ConfigError
 from .history import POLICY_NAMES
@@ -24,6 +26,7 @@ from .models.batches import batch_settings
 from .models.families import ADAPTABLE, apply_family_defaults, apply_sdk_environment, check_key
 from .settings import AGENTBENCH_HISTORY, DATA_DIR_SKIPPED, DEVIATIONS_KEY, deviations_json
 
+SPLIT_ALIASES = {"std": "test"}  # AgentBench's own name for the test split
 ALL_ENVS = "all"  # --env all (or no --env): every built-in environment; --env all,NAME adds plugin NAME
 _MODEL_FIELDS = {f.name: f for f in dataclasses.fields(ModelConfig) if f.name != "left_to_engine"}
 
@@ -46,6 +49,9 @@ class RunConfig:
     env_options: dict[str, dict[str, Any]] = field(default_factory=dict)
     new_run: bool = False
     seed: int = 0  # handed to every episode's environment (card_game seeds its opponent with it)
+    # only these tasks (ids as `agentbench envs --tasks ENV` lists them) of each environment that has them; like
+    # limit, a selection of the same results (not in the fingerprint); None: every task
+    task_ids: tuple[str, ...] | None = None
     ray: RaySettings | None = None  # where episodes run: None = this process (distributed/__init__.py)
 
     def public_dict(self) -> dict[str, Any]:
@@ -70,6 +76,8 @@ class RunConfig:
         public[DEVIATIONS_KEY] = deviations_json(public)
         if self.ray is not None:  # where it ran (operational: not in the fingerprint)
             public["ray"] = self.ray.public_dict()
+        if self.task_ids is not None:  # which tasks were picked (a selection, like limit: not in the fingerprint)
+            public["task_ids"] = list(self.task_ids)
         return public
 
     def check_keys(self) -> None:
@@ -137,7 +145,7 @@ def deciding_model_fields(model: Mapping[str, Any]) -> dict[str, Any]:
 
 _TOP_KEYS = {
     "out", "models", "envs", "split", "limit", "repeats", "max_concurrency", "data_dir", "action_mode",
-    "history", "judge", "env_options", "seed", "ray", "tasks",
+    "history", "judge", "env_options", "seed", "ray", "tasks", "task_ids",
 }  # fmt: skip
 
 
@@ -245,6 +253,24 @@ def _is_number(value: Any, minimum: float, *, above: bool = False) -> bool:
     return value > minimum if above else value >= minimum
 
 
+def env_named(name: str, where: str) -> str:
+    """An environment's name as registered, whatever its case (``OS``, ``Card_Game``); an unknown one is refused with the
+    closest known name."""
+    try:
+        env_class(name)
+        return name
+    except AgentBenchError as exc:
+        unknown = exc
+    lowered = name.strip().lower()
+    if lowered != name:
+        with contextlib.suppress(AgentBenchError):
+            env_class(lowered)
+            return lowered
+    # a known name that failed (a plugin that cannot be loaded) gets no suggestion of itself
+    close = difflib.get_close_matches(lowered, [e for e in [*available_envs(), *plugin_envs()] if e != lowered], n=1, cutoff=0.6)
+    raise ConfigError(f"{where}: {unknown}" + (f"; did you mean {close[0]}?" if close else "")) from None
+
+
 def envs_missing_data(envs: list[str], data_dir: Path, env_options: Mapping[str, Any], split: str, action_mode: str) -> dict[str, str]:
     """In a run of every environment, those that miss something under ``data_dir`` (``Environment.missing_data``) -> what."""
     skipped = {}
@@ -292,19 +318,18 @@ def build_config(raw: dict[str, Any], *, where: str = "config") -> RunConfig:
     if isinstance(envs_raw, str):
         envs_raw = [e.strip() for e in envs_raw.split(",") if e.strip()]
     action_mode = raw.get("action_mode", "text")
-    every_env = not envs_raw or ALL_ENVS in envs_raw
+    if not isinstance(envs_raw, (list, tuple)) or not all(isinstance(e, str) for e in envs_raw):
+        raise ConfigError(f"{where}: envs: expected environment names (a list or comma-separated), got {envs_raw!r}")
+    every_env = not envs_raw or ALL_ENVS in (e.lower() for e in envs_raw)
+    envs_raw = [env_named(e, f"{where}: envs") for e in envs_raw if e.lower() != ALL_ENVS]  # OS, Card_Game: as registered
     if every_env:  # every environment (in tools mode, every one with a tools mode: AgentBench FC defines no others)
-        named = [e for e in envs_raw if e != ALL_ENVS]  # plugin environments run only when named: --env all,NAME
+        named = envs_raw  # plugin environments run only when named: --env all,NAME
         envs_raw = [e for e in available_envs() if action_mode != "tools" or env_class(e).supports_tools]
         envs_raw += [e for e in named if e not in envs_raw]
-    for env in envs_raw:
-        try:
-            env_class(env)
-        except AgentBenchError as exc:
-            raise ConfigError(f"{where}: envs: {exc}") from None
     split = raw.get("split", "test")
+    split = SPLIT_ALIASES.get(split, split) if isinstance(split, str) else split
     if split not in ("dev", "test"):
-        raise ConfigError(f"{where}: split {split!r} is not dev or test")
+        raise ConfigError(f"{where}: split {split!r} is not dev or test (std, AgentBench's name for test, is taken too)")
     if action_mode not in ("text", "tools"):
         raise ConfigError(f"{where}: action_mode {action_mode!r} is not text or tools")
     if action_mode == "tools":
@@ -328,7 +353,7 @@ def build_config(raw: dict[str, Any], *, where: str = "config") -> RunConfig:
     env_options = raw.get("env_options") or {}
     if not isinstance(env_options, dict) or not all(isinstance(v, dict) for v in env_options.values()):
         raise ConfigError(f"{where}: env_options must map environment names to mappings of options")
-    env_options = {env: dict(options) for env, options in env_options.items()}
+    env_options = {env_named(env, f"{where}: env_options"): dict(options) for env, options in env_options.items()}
     merge_tasks_setting(raw.get("tasks"), env_options, where)  # tasks: {ENV: PATH}, the user's own task files
     for env, options in env_options.items():  # every option against its environment's declarations, now
         try:
@@ -342,6 +367,8 @@ def build_config(raw: dict[str, Any], *, where: str = "config") -> RunConfig:
         settled = env_class(env).settled_options(None if env in skipped else data_dir, env_options.get(env) or {})
         if settled:
             env_options[env] = settled
+    # options of environments this run does not play decide nothing here (a config file kept for several runs): left out
+    env_options = {env: options for env, options in env_options.items() if env in envs_raw}
     judge = model_from_dict(raw["judge"], f"{where}: judge") if raw.get("judge") else None
     judged = [e for e in envs_raw if env_class(e).needs_judge]
     if judged and judge is None:
@@ -364,4 +391,16 @@ def build_config(raw: dict[str, Any], *, where: str = "config") -> RunConfig:
         new_run=bool(raw.get("new_run", False)),
         seed=ints.get("seed", 0),
         ray=ray_settings(raw.get("ray"), where=where),
+        task_ids=_task_ids(raw.get("task_ids"), where),
     )
+
+
+def _task_ids(raw: Any, where: str) -> tuple[str, ...] | None:
+    """``task_ids``: a list of task ids (``--task-id``, ``--task-ids FILE``), duplicates dropped, order kept."""
+    if raw is None:
+        return None
+    if isinstance(raw, str):
+        raw = [raw]
+    if not isinstance(raw, (list, tuple)) or not raw or not all(isinstance(t, (str, int)) and str(t).strip() for t in raw):
+        raise ConfigError(f"{where}: task_ids: expected a list of task ids (agentbench envs --tasks ENV lists them), got {raw!r}")
+    return tuple(dict.fromkeys(str(t).strip() for t in raw))

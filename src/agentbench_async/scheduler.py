@@ -161,14 +161,16 @@ class Evaluation:
         raise_open_file_limit()
         envs: dict[str, Environment] = {}
         cfg.check_keys()  # an unset key variable: refused before the result file exists
+        made = {name: make_env(name, data_dir=cfg.env_data_dir(name), options=cfg.env_options.get(name)) for name in cfg.envs}
+        if cfg.task_ids is not None:
+            _check_task_ids(cfg, made)  # a task id no environment has: refused before the result file exists
         store = Store(cfg.out)
         fingerprint = store.resumed_fingerprint(cfg.public_dict(), cfg.fingerprint())  # another --env list resumes
         writer: EpisodeWriter | None = None
         try:
             done = store.done_episode_ids(fingerprint)
             counts: dict[tuple[str, str], tuple[int, int]] = {}  # (model, env) -> (episodes, already done)
-            for name in cfg.envs:
-                env = make_env(name, data_dir=cfg.env_data_dir(name), options=cfg.env_options.get(name))
+            for name, env in made.items():
                 # counting reads the task files: a bad one fails before any server starts
                 counts.update({(model.name, name): self._count(env, model.name, done) for model in cfg.models})
                 envs[name] = env
@@ -388,7 +390,11 @@ class Evaluation:
     def _work(self, env: Environment) -> Iterator[tuple[Task, int]]:
         """``env``'s (task, repeat) pairs to run, in order."""
         cfg = self.config
-        for index, task in enumerate(env.tasks(cfg.split)):
+        tasks = env.tasks(cfg.split)
+        if cfg.task_ids is not None:
+            wanted = set(cfg.task_ids)
+            tasks = (t for t in tasks if t.task_id in wanted)
+        for index, task in enumerate(tasks):
             if cfg.limit is not None and index >= cfg.limit:
                 return
             for repeat in range(cfg.repeats):
@@ -513,6 +519,16 @@ class Evaluation:
     def _on_sigint(self) -> None:
         self.console.print("[yellow]interrupted: finishing up (in-flight episodes are stored as cancelled and re-run on resume)[/yellow]")
         self.stop()
+
+
+def _check_task_ids(cfg: RunConfig, envs: dict[str, Environment]) -> None:
+    """Every id of ``task_ids`` names a task of some environment of the run, or the run is refused in one line."""
+    found = {t.task_id for env in envs.values() for t in env.tasks(cfg.split)}
+    missing = [t for t in cfg.task_ids or () if t not in found]
+    if missing:
+        raise ConfigError(f"task id {missing[0]!r}" + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else "")
+                          + f" is not a task of the {cfg.split} split of {', '.join(envs)}; agentbench envs --tasks ENV "
+                          f"--split {cfg.split} lists them")  # fmt: skip
 
 
 def _not_permanent(record: EpisodeRecord, counted: Counter[str] | None) -> None:

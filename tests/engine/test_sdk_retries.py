@@ -91,7 +91,7 @@ def test_an_http_date_retry_after_is_the_pause(capsys, tmp_path):
     code, err = _run(capsys, server, tmp_path / "date.duckdb", "--limit", "1")
     assert code == 0, err
     gap = server.arrivals[1] - server.arrivals[0]
-    assert 1.8 <= gap < 3.8, f"waited {gap:.2f} s for a Retry-After 2-3 s ahead (backoff alone: under 0.5 s)"
+    assert 1.8 <= gap < 6, f"waited {gap:.2f} s for a Retry-After 2-3 s ahead (backoff alone: under 0.5 s)"
 
 
 def test_x_should_retry_false_is_not_retried(capsys, tmp_path):

@@ -74,7 +74,14 @@ class Results:
 
     def _run(self, query: str, params: Sequence[Any] | None) -> pl.DataFrame:
         relation = self.con.sql(query, params=list(params) if params else None)
-        return relation.pl() if relation is not None else pl.DataFrame()  # None: a statement without rows
+        if relation is None:
+            return pl.DataFrame()  # a statement without rows
+        try:
+            return relation.pl()
+        except pl.exceptions.ComputeError:
+            # an Arrow type polars does not import (DuckDB's INTERVAL arrives as month_day_nano): the rows as Python
+            # values instead (an interval is a timedelta, a polars Duration)
+            return pl.DataFrame(relation.fetchall(), schema=relation.columns, orient="row", strict=False)
 
     def refresh(self) -> Results:
         """Show what the writers of live files committed since (cached frames are dropped). Cheap while they
