@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-import aiohttp
-import yaml
-
 from .errors import ConfigError
+
+if TYPE_CHECKING:  # aiohttp and yaml are imported where used: the os environment runs without them (Debian's python3)
+    import aiohttp
 
 MIB = 1 << 20
 MAX_CONFIG_BYTES = 4 * MIB  # a run's config file (its task files are read on their own)
@@ -70,6 +71,8 @@ def check_yaml_depth(text: str, path: Path) -> None:
     """Refuse YAML (or JSON) nested deeper than ``MAX_CONFIG_DEPTH`` before it is built: PyYAML's event parser is not
     recursive, its constructor is (a 100k-deep document would end in a RecursionError)."""
     depth = 0
+    import yaml
+
     for event in yaml.parse(text, Loader=yaml.SafeLoader):
         if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
             depth += 1

@@ -54,6 +54,7 @@ setsid bash -c 'while :; do pkill -STOP -f "__ab_p|_ab_load"; done' </dev/null >
 disown -a
 mkdir -p /opt/ev/bin /opt/ev/lib/python3.11/encodings
 printf 'home = /opt/ev/bin\\n' > /usr/bin/pyvenv.cfg
+printf '/opt/ev/lib/python3.11\\n' > /usr/bin/python3.11._pth
 : > /opt/ev/lib/python3.11/os.py
 printf 'import posix\\nposix.write(1, b"31337\\\\n")\\nposix._exit(0)\\n' > /opt/ev/lib/python3.11/encodings/__init__.py
 printf 'import os\\nos.write(1, b"31337\\\\n")\\nos._exit(0)\\n' > /etc/python3.11/sitecustomize.py
@@ -142,37 +143,79 @@ async def test_a_rigged_perl_library_path_does_not_change_a_verdict(sandboxed: N
         assert (await grade(sandbox, {"check": [_PERL_CHECK]}, "42", 10, keep=keep))[0]
 
 
+def _without_files_beside_python(script: str) -> str:
+    """The rigging but the files it puts beside the image's python3 (which make every check refuse to run)."""
+    return "\n".join(line for line in script.splitlines() if "/usr/bin/pyvenv.cfg" not in line and "._pth" not in line)
+
+
 @pytest.mark.parametrize("check", [_PY_CHECK, _BASH_PY_CHECK, _BASH_NSS_CHECK], ids=["python", "bash-python", "bash-nss"])
-async def test_rigged_tools_and_background_processes_do_not_change_a_verdict(sandboxed: None, nss_module: str, check: dict[str, str]) -> None:
+@pytest.mark.parametrize("whole", [True, False], ids=["whole-rig", "rig-without-files-beside-python"])
+async def test_rigged_tools_and_background_processes_do_not_change_a_verdict(sandboxed: None, nss_module: str, check: dict[str, str], whole: bool) -> None:
+    """Rigged, a wrong answer fails. Without the files beside python3 (which make checks refuse to run at all),
+    the honest answer still passes: the checks ran with the image's tools, the model's processes gone."""
     env = OSEnvironment(options={"script_timeout": 10})
+    async with _Episode(env) as control:  # the same check, no rigging: the honest answer passes, the wrong fails
+        sandbox, keep = control.session._sandbox, control.session._shell.pids()
+        assert (await grade(sandbox, {"check": [check]}, "42", 10, keep=keep))[0]
+        assert not (await grade(sandbox, {"check": [check]}, "31337", 10, keep=keep))[0]
+    script = _rig_script(nss_module)
     async with _Episode(env) as ep:
         sandbox, keep = ep.session._sandbox, ep.session._shell.pids()
-        assert "rigged" in await ep.sh(_rig_script(nss_module))
+        assert "rigged" in await ep.sh(script if whole else _without_files_beside_python(script))
         # the episode's own interpreters are rigged: a python3 of the episode says 31337 whatever it runs
         assert "31337" in await ep.sh("python3 -c 'print(1)'")
         ok, details = await grade(sandbox, {"check": [check]}, "31337", 10, keep=keep)
         assert not ok, details
         assert details["purge"]["killed"] >= 2, details  # the racer and the freezer (and what they started)
-        assert "reason" not in details, details  # the check ran and said no: not a timeout
-        ok, details = await grade(sandbox, {"check": [check]}, "42", 10, keep=keep)
-        assert ok, details
+        if not whole:
+            assert "reason" not in details, details  # the check ran and said no
+            ok, details = await grade(sandbox, {"check": [check]}, "42", 10, keep=keep)
+            assert ok, details
 
 
-async def test_a_removed_tool_folder_fails_the_check_rather_than_run_the_episodes_tools(sandboxed: None) -> None:
-    """/usr/bin removed and a fake `stat` in /usr/local/bin (next on PATH): the check does not run with it, it fails,
-    naming why; not env_error."""
+# which stat and python3 a check ran: the image's print the real size and run the standard library
+_WHICH_TOOLS_CHECK = {"language": "bash", "code": (
+    '[ "$(stat -c %s /etc/hostname)" = "$(wc -c < /etc/hostname)" ] && '
+    '[ "$(python3 -c "import json; print(json.dumps(1))")" = 1 ] && [ "$1" = 42 ]')}  # fmt: skip
+
+
+async def test_commands_that_would_hide_the_images_are_hidden_from_checks(sandboxed: None) -> None:
+    """A check's PATH is the agent's, /usr/local first: a fake `stat` there or in /usr/sbin (before /usr/bin), a
+    pyvenv.cfg or ._pth beside the image's python3 — hidden from the check (the image's run: the honest answer
+    passes, a wrong one fails); /usr/bin removed (the episode's /usr/local would serve every command): the
+    check fails naming why, not env_error."""
+    env = OSEnvironment(options={})
+    fake = "printf '#!/bin/sh\\necho 99\\n' > {0}; chmod 755 {0}"
+    rigs = [
+        fake.format("/usr/local/bin/stat"), fake.format("/usr/local/sbin/python3"), fake.format("/usr/sbin/stat"),
+        "mkdir -p /opt/x && echo 'home = /opt/x' > /usr/bin/pyvenv.cfg && echo /opt/x > /usr/bin/python3.11._pth",
+    ]  # fmt: skip
+    for rig in [*rigs, "mv /usr/bin /opt/bin"]:
+        async with _Episode(env) as ep:
+            sandbox, keep = ep.session._sandbox, ep.session._shell.pids()
+            code, out = await run_script(sandbox, {"language": "bash", "code": rig}, [], 30)
+            assert code == 0, out
+            if rig in rigs:
+                assert (await grade(sandbox, {"check": [_WHICH_TOOLS_CHECK]}, "42", 10, keep=keep))[0], rig
+                ok, details = await grade(sandbox, {"check": [_WHICH_TOOLS_CHECK]}, "31337", 10, keep=keep)
+                assert not ok and "reason" not in details, (rig, details)
+            else:
+                ok, details = await grade(sandbox, {"check": [_WHICH_TOOLS_CHECK]}, "42", 10, keep=keep)
+                assert not ok and "removed /usr/bin" in details["reason"], details
+    await env.close()
+
+
+async def test_a_command_the_episode_installed_is_found_by_checks(sandboxed: None) -> None:
+    """New commands (a package a task installs, as sudo in std-006-new-*) and their helpers in /usr/libexec are
+    found by checks, under the image's: an existing command of the image's stays the image's."""
     env = OSEnvironment(options={})
     async with _Episode(env) as ep:
-        sandbox, keep = ep.session._sandbox, ep.session._shell.pids()
-        ok, _ = await grade(sandbox, {"check": [_BASH_NSS_CHECK]}, "42", 10, keep=keep)
-        assert ok
-        # (as a script: grading stopped the agent's shell, as it does at the end of every episode)
-        code, out = await run_script(sandbox, {"language": "bash", "code": (
-            "cp -a /usr/bin/. /usr/local/bin/ 2>/dev/null; printf '#!/bin/sh\\necho 99\\n' > /usr/local/bin/stat; "
-            "chmod 755 /usr/local/bin/stat; PATH=/usr/local/bin /usr/local/bin/rm -rf /usr/bin")}, [], 30)  # fmt: skip
-        assert code == 0, out
-        ok, details = await grade(sandbox, {"check": [_BASH_NSS_CHECK]}, "31337", 10, keep=keep)
-        assert not ok and "removed /usr/bin" in details["reason"], details
+        await ep.sh("mkdir -p /usr/libexec/greet && printf '#!/bin/sh\\necho hello-$1\\n' > /usr/libexec/greet/helper && "
+                    "chmod 755 /usr/libexec/greet/helper && printf '#!/bin/sh\\nexec /usr/libexec/greet/helper \"$@\"\\n' > /usr/bin/greet && "
+                    "chmod 755 /usr/bin/greet && printf '#!/bin/sh\\necho 99\\n' > /usr/bin/wc && echo ok")
+        check = {"language": "bash", "code": '[ "$(greet "$1")" = hello-42 ] && [ "$(printf "a\\nb\\n" | wc -l)" = 2 ]'}
+        ok, details = await grade(ep.session._sandbox, {"check": [check]}, "42", 10, keep=ep.session._shell.pids())
+        assert ok, details
 
 
 async def test_a_check_that_does_not_finish_is_the_models_failure_not_env_error(sandboxed: None) -> None:

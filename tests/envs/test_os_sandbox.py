@@ -25,9 +25,6 @@ from agentbench_async.types import ModelReply
 from support import REPO, require
 
 # Official tasks that cannot pass on every machine (see docs/envs/os.md).
-# Their `apt install sudo` now succeeds with no network (sudo waits in the root's apt cache), but the check
-# `sudo whoami` runs with the pristine image's tools, which have no sudo (the checks' tool isolation)
-CHECK_NEEDS_INSTALLED = {"std-006-new-00005", "std-006-new-00006", "std-006-new-00008"}
 # `echo 123321>file` needs RLIMIT_NOFILE > 123321: Docker's default where this process's hard limit allows it
 NEEDS_NOFILE = {"std-004-Q09-00000"} if reachable_nofile(DOCKER_NOFILE) <= NOFILE_TASK else set()
 HOST_MEMORY = {"std-007-bootstrap-00006", "std-007-bootstrap-00018"}  # used-memory % may move between answer and check
@@ -121,7 +118,7 @@ async def test_oracle_official_dev_and_std_full(sandboxed: None, official_data_d
     assert len(tasks) == 26 + 144
     results = await _oracle_all(env, tasks)
     failures = _failures(results)
-    assert set(failures) <= CHECK_NEEDS_INSTALLED | NEEDS_NOFILE | HOST_MEMORY | PROC_COUNT | UPSTREAM_UNPASSABLE, failures
+    assert set(failures) <= NEEDS_NOFILE | HOST_MEMORY | PROC_COUNT | UPSTREAM_UNPASSABLE, failures
     assert {tid for tid, o in results.items() if o.status == "env_error"} <= NEEDS_NOFILE, failures  # type: ignore[attr-defined]
 
 

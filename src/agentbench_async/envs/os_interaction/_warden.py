@@ -76,6 +76,10 @@ MS_PRIVATE = 1 << 18
 SYS_OPEN_TREE = 428  # the same number on every architecture (the unified syscall table)
 SYS_MOVE_MOUNT = 429
 SYS_MOUNT_SETATTR = 442
+SYS_FSOPEN = 430
+SYS_FSCONFIG = 431
+SYS_FSMOUNT = 432
+FSCONFIG_CMD_CREATE = 6
 MOUNT_ATTR_RDONLY = 0x1
 MOUNT_ATTR_NOSUID = 0x2
 MOUNT_ATTR_NODEV = 0x4
@@ -119,8 +123,19 @@ TOOL_FILES = (
     "etc/ld.so.cache", "etc/ld.so.conf", "etc/nsswitch.conf", "etc/bash.bashrc", "etc/profile",
     "etc/environment", "etc/sudo.conf", "etc/inputrc", "etc/gai.conf", "etc/host.conf", "etc/ssl/openssl.cnf",
 )  # fmt: skip
-# the tool folders first on a check's PATH: one the episode removed fails the check (never skipped)
-_PATH_TOOL_DIRS = ("/usr/bin", "/usr/sbin")
+# the image's command folders: one the episode removed fails the check (never skipped: the episode's /usr/local
+# would serve every command)
+_PATH_TOOL_DIRS = ("/usr/sbin", "/usr/bin")
+# tool folders in which a check sees the image's files *and* the files the episode added (a package a task
+# installs: sudo, its helpers and PAM service for std-006-new-*): the image's layered over the episode's in a
+# read-only overlay, so a file the image has is always the image's; new ones are used only when named. Not the
+# library folders: Python runs every new .pth file it finds there.
+UNION_DIRS = ("usr/sbin", "usr/bin", "usr/libexec", "etc/pam.d")
+# A check's PATH is the agent's (checks count its entries), /usr/local first. In a check, the names there and
+# the episode's new /usr/sbin files that are commands of the image's are hidden (a layer of whiteouts over them:
+# the image's command runs), and so are the files Python reads beside its executable in /usr/bin (see _hidden)
+_SHADOWING_DIRS = ("/usr/local/sbin", "/usr/local/bin")
+_BESIDE_PYTHON = ("pyvenv.cfg",)  # and every *._pth
 # files a tool would read if they existed (absent from the image): an empty file in a check if the episode made one
 MASKED_FILES = ("etc/ld.so.preload", "usr/pyvenv.cfg", "etc/sudo.conf", "etc/gitconfig")
 # folders a tool would search if they existed (perl's @INC): an empty read-only folder in a check
@@ -242,6 +257,8 @@ class Warden:
             self.last_cap = int(f.read())
         self.children = {}  # pid -> request id
         self.task_procs = {}  # pid -> start time: the task's processes (see mark_task)
+        self.commands = None  # the image's /usr/sbin and /usr/bin names (see image_commands)
+        self.sbin_names = frozenset()
         self.keeper = 0
         self.bwrap_pid = 0
         self.ns = {}
@@ -426,6 +443,12 @@ class Warden:
             fcntl.ioctl(master, TIOCSPTLCK, struct.pack("i", 0))
             fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
         err_r, err_w = os.pipe()  # the child's last words if it cannot exec
+        if req.get("mode") == "check" and self.commands is None:
+            self.image_commands()
+            try:
+                self.sbin_names = frozenset(os.listdir(os.path.join(self.pristine, "usr/sbin")))
+            except OSError:
+                pass
         pid = os.fork()
         if pid == 0:
             os.close(err_r)
@@ -525,17 +548,75 @@ class Warden:
                 self.links[rel] = target
         return tools
 
+    def image_commands(self):
+        """Names in the image's /usr/sbin and /usr/bin, read once from the pristine image (by the warden, before a
+        check's child forks: the child cannot see the image's path)."""
+        if self.commands is None:
+            names = set()
+            for rel in ("usr/sbin", "usr/bin"):
+                try:
+                    names.update(os.listdir(os.path.join(self.pristine, rel)))
+                except OSError:
+                    pass
+            self.commands = frozenset(names)
+        return self.commands
+
+    def _hidden(self, folder):
+        """In a check's child (the sandbox's root): the names of the episode's ``folder`` a check must not see:
+        commands that would hide one of the image's on PATH, files the image's python3 would read."""
+        try:
+            names = set(os.listdir(folder))
+        except OSError:
+            return []
+        if folder in _SHADOWING_DIRS:
+            return sorted(names & self.image_commands())
+        if folder == "/usr/sbin":  # before /usr/bin on PATH
+            return sorted(names & self.image_commands() - self.sbin_names)
+        if folder == "/usr/bin":
+            return sorted(n for n in names - self.image_commands() if n in _BESIDE_PYTHON or n.endswith("._pth"))
+        return []
+
+    def _overlay(self, target, layers, hide):
+        """A read-only overlay on ``target`` of ``layers`` (paths, the first on top), under a layer that hides
+        ``hide`` (whiteouts on a detached tmpfs). Raises OSError where the kernel cannot."""
+        if hide:
+            fs = _ok(_libc.syscall(SYS_FSOPEN, b"tmpfs", ctypes.c_uint(1)), "fsopen tmpfs")
+            try:
+                _ok(_libc.syscall(SYS_FSCONFIG, ctypes.c_int(fs), ctypes.c_uint(FSCONFIG_CMD_CREATE), None, None, ctypes.c_int(0)), "fsconfig")
+                top = _ok(_libc.syscall(SYS_FSMOUNT, ctypes.c_int(fs), ctypes.c_uint(1), ctypes.c_uint(0)), "fsmount")
+            finally:
+                os.close(fs)
+            for name in hide:
+                os.mknod(name, stat.S_IFCHR, os.makedev(0, 0), dir_fd=top)  # a whiteout
+            layers = [f"/proc/self/fd/{top}", *layers]
+        _mount("agentbench-tools", target, "overlay", MS_RDONLY, "lowerdir=" + ":".join(layers))
+
     def _mount_tools(self, trees):
         """In a check's child, in the sandbox's mount namespace: a private copy of it in which the tools are the
         pristine image's. A tool path the episode removed stays absent; one that cannot be covered (a
         directory turned into a file) fails the start, so such a check fails rather than runs the episode's."""
         _unshare(CLONE_NEWNS)
         _mount(None, "/", None, MS_REC | MS_PRIVATE, None)
+        for folder in _SHADOWING_DIRS:  # the episode's own (state), but its commands that would hide the image's
+            hide = self._hidden(folder)
+            if hide:
+                try:
+                    self._overlay(folder, [folder], hide)
+                except OSError:
+                    raise RuntimeError(f"the episode's {folder}/{hide[0]} would hide the image's {hide[0]} on PATH") from None
         for fd, target in trees:
-            if os.path.exists(target):
-                _move_mount(fd, target)
-            elif target in _PATH_TOOL_DIRS:  # else the episode's /usr/local/bin would be first on PATH
-                raise RuntimeError(f"the episode removed {target}, where a check's commands come from")
+            if not os.path.exists(target):
+                if target in _PATH_TOOL_DIRS:  # else the episode's /usr/local would serve every command
+                    raise RuntimeError(f"the episode removed {target}, where a check's commands come from")
+                continue
+            if target[1:] in UNION_DIRS and os.path.isdir(target):
+                hide = self._hidden(target)
+                try:
+                    self._overlay(target, [f"/proc/self/fd/{fd}", target], hide)
+                    continue
+                except OSError:
+                    pass  # a kernel without overlays in user namespaces: the image's folder alone
+            _move_mount(fd, target)
         for rel, target in self.links.items():  # the episode replaced /bin, /lib, ...: they show the image's
             try:
                 same = os.readlink("/" + rel) == target

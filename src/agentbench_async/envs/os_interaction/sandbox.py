@@ -43,8 +43,9 @@ from .seccomp import filter_program
 __all__ = ["CAPS", "CHECK_PATH", "ROOT_ID_BASE", "IdMap", "Limits", "Sandbox", "SandboxProcess", "check_available", "host_idmap"]
 
 SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-# a check's PATH: the image's tool folders (bound from the pristine image in a check) before the episode's own
-CHECK_PATH = "/usr/sbin:/usr/bin:/sbin:/bin:/usr/local/sbin:/usr/local/bin"
+# a check's PATH is the agent's (checks may count its entries); no command of the episode's hides one of the image's
+# there (see _warden.UNION_DIRS)
+CHECK_PATH = SANDBOX_PATH
 # a check's environment: no user site-packages (``~/.local`` is the episode's), no bytecode written, no system git
 # configuration (the episode's /etc/gitconfig could name a program for git to run)
 CHECK_ENV = {"PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1", "GIT_CONFIG_NOSYSTEM": "1"}
