@@ -25,6 +25,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import duckdb
@@ -112,6 +113,24 @@ def _report(out: Path, wall: float, latency_s: float) -> None:
     print(f"bounded by: {env}, the last environment to finish ({ended:.1f} s after the first episode started): {why}")
 
 
+@contextlib.contextmanager
+def mock_and_folder(data_dir: Path | None, latency_ms: float) -> Iterator[tuple[subprocess.Popen[bytes], str, Path]]:
+    """``serve-mock`` answering after ``latency_ms`` with every test task set loaded, its base URL and a temporary
+    folder; the load average printed before and after."""
+    print(f"before: {load_average()}")
+    # the mock loads every task set before it listens: its first answers do not wait on task loading (a real API has none)
+    mock, base_url = _start_mock("--latency-ms", str(latency_ms), "--preload", "test",
+                                 *(["--data-dir", str(data_dir)] if data_dir else []))  # fmt: skip
+    folder = tempfile.TemporaryDirectory()
+    try:
+        yield mock, base_url, Path(folder.name)
+    finally:
+        mock.terminate()
+        mock.wait()
+        folder.cleanup()
+    print(f"after: {load_average()}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data-dir", type=Path, default=REPO.parent / "shared" / "agentbench-data")
@@ -121,13 +140,8 @@ def main() -> None:
     parser.add_argument("--keep", type=Path, help="write the result file here (default: a temporary folder)")
     args = parser.parse_args()
     data_dir = args.data_dir if args.data_dir and args.data_dir.is_dir() else None
-    print(f"before: {load_average()}")
-    # the mock loads every task set before it listens: its first answers do not wait on task loading (a real API has none)
-    mock, base_url = _start_mock("--latency-ms", str(args.latency_ms), "--preload", "test",
-                                 *(["--data-dir", str(data_dir)] if data_dir else []))
-    folder = tempfile.TemporaryDirectory()
-    try:
-        out = args.keep or Path(folder.name) / "whole.duckdb"
+    with mock_and_folder(data_dir, args.latency_ms) as (_, base_url, folder):
+        out = args.keep or folder / "whole.duckdb"
         command = [sys.executable, "-m", "agentbench_async.cli", "run", "--env", args.env, "--split", "test",
                    "--model", "mock-oracle", "--judge-model", "mock-judge", "--base-url", base_url, "--task-header",
                    "--max-in-flight", "100000", "--max-concurrency", "100000", "--no-progress", "--out", str(out)]  # fmt: skip
@@ -149,11 +163,6 @@ def main() -> None:
             raise SystemExit(f"the run failed (exit {run.returncode})")
         _report(out, wall, args.latency_ms / 1000)
         print(f"peak resident memory of the run's process tree: {peak.peak / 2**20:,.0f} MiB")
-    finally:
-        mock.terminate()
-        mock.wait()
-        folder.cleanup()
-    print(f"after: {load_average()}")
 
 
 if __name__ == "__main__":
