@@ -82,10 +82,10 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--max-retries", type=int, help="retries per model call (default 5)")
     run.add_argument("--max-in-flight", type=_count_or_auto, help="HTTP requests in flight for the model (default 64; auto: adapted "
                      "to the server's latency and refusals)")
-    run.add_argument("--timeout", type=float, help="seconds per HTTP attempt (default 120)")
+    run.add_argument("--timeout", type=float, help="seconds per HTTP attempt (default 600, as the SDKs; connecting at most 5 s)")
     run.add_argument("--max-response-bytes", type=int, metavar="N", help="the largest model response body read "
                      "(default 67108864 = 64 MiB); a larger one is that call's model_error")
-    run.add_argument("--temperature", type=float, help="sampling temperature (default 0)")
+    run.add_argument("--temperature", type=float, help="sampling temperature (default 0; Anthropic: none sent unless given, as its SDK)")
     run.add_argument("--max-tokens", type=int, help="max tokens per reply (default 512)")
     run.add_argument("--context-window", type=int, help="the model's context window in tokens (pre-check)")
     run.add_argument("--batch", nargs="?", type=int, const=True, metavar="SIZE",

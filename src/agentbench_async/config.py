@@ -173,7 +173,7 @@ def _check_model(cfg: ModelConfig, where: str) -> None:
     """Every field of a model: its type, range or choices, one line naming the field and what is valid."""
     if cfg.provider not in PROVIDERS:
         raise ConfigError(f"{where}.provider: {cfg.provider!r} is not one of {', '.join(PROVIDERS)}")
-    for name in ("name", "model", "api_key_env"):
+    for name in ("name", "model", "api_key_env", "anthropic_version"):
         value = getattr(cfg, name)
         if value is not None and (not isinstance(value, str) or not value.strip()):
             raise ConfigError(f"{where}.{name}: expected a non-empty string, got {value!r}")

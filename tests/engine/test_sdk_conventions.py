@@ -1,8 +1,8 @@
-"""Keys and URLs as the SDKs take them (issue 35): OPENAI_API_KEY/OPENAI_BASE_URL and ANTHROPIC_API_KEY/
+"""Keys, URLs and Anthropic's request conventions as the SDKs have them (issue 35): OPENAI_API_KEY/OPENAI_BASE_URL and ANTHROPIC_API_KEY/
 ANTHROPIC_BASE_URL are the defaults when the config names none, a named variable wins, Azure OpenAI in the
 SDK's AzureOpenAI form, and every key/variable check before the result file exists. Each through the CLI against a
 loopback server that logs what it received. Fixture: tests/fixtures/conventions/sdk_environment.json (read from
-openai-python 3.3.1 and anthropic-sdk-python 0.121.0)."""
+openai-python 3.3.1 and anthropic-sdk-python 0.121.0) and anthropic_sdk.json (anthropic-sdk-python 0.121.0)."""
 
 from __future__ import annotations
 
@@ -11,13 +11,16 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
+import aiohttp
 import pytest
+import yaml
 from aiohttp import web
 from engine_support import app_in_thread, query
 
 from agentbench_async.cli import main
 from agentbench_async.mock.server import MockModelServer, MockOptions
 
+ANTHROPIC = json.loads((Path(__file__).resolve().parents[1] / "fixtures" / "conventions" / "anthropic_sdk.json").read_text(encoding="utf-8"))
 SDK = json.loads((Path(__file__).resolve().parents[1] / "fixtures" / "conventions" / "sdk_environment.json").read_text(encoding="utf-8"))
 RUN = ["run", "--task-header", "--env", "echo", "--split", "dev", "--no-progress", "--limit", "2"]
 KEY = "sk-test-0123456789abcdef"  # a key-shaped value: it must reach the server and nowhere else
@@ -36,6 +39,7 @@ class _Logged:
 
     def __init__(self) -> None:
         self.requests: list[tuple[str, str, dict[str, str]]] = []
+        self.bodies: list[dict] = []
         self.port = 0
 
     def _app(self) -> web.Application:
@@ -45,6 +49,7 @@ class _Logged:
         @web.middleware
         async def log(request: web.Request, handler):  # type: ignore[no-untyped-def]
             self.requests.append((request.path, request.query_string, dict(request.headers)))
+            self.bodies.append(await request.json())  # (aiohttp keeps the body for the handler)
             return await handler(request)
 
         app.middlewares.append(log)
@@ -169,3 +174,62 @@ def test_every_key_and_variable_is_checked_before_the_result_file_exists(capsys,
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and says in lines[0], err
     assert not out.exists() and list(tmp_path.iterdir()) == [], "nothing is left behind"
+
+
+def _anthropic_run(capsys: pytest.CaptureFixture[str], tmp_path: Path, server: _Logged, name: str, *args: str, model: dict | None = None) -> tuple[int, str, Path]:
+    out = tmp_path / f"{name}.duckdb"
+    config = tmp_path / f"{name}.yaml"
+    config.write_text(yaml.safe_dump({"models": [{"name": "mock-oracle", "provider": "anthropic", "base_url": server.root,
+                                                  "task_header": True, **(model or {})}]}), encoding="utf-8")  # fmt: skip
+    code = main([*RUN, "--config", str(config), "--out", str(out), *args])
+    return code, capsys.readouterr().err, out
+
+
+def test_anthropic_sends_no_sampling_parameter_unless_set_and_the_sdks_version(capsys, tmp_path):
+    with _Logged().serving() as server:
+        code, err, out = _anthropic_run(capsys, tmp_path, server, "plain")
+        assert code == 0, err
+        sent = list(server.bodies)
+        code, err, _ = _anthropic_run(capsys, tmp_path, server, "warm", "--temperature", "0.5")
+        assert code == 0, err
+    for name in ANTHROPIC["sampling_params_omitted_by_default"]:
+        assert all(name not in body for body in sent), f"{name} sent though not set"
+    assert {b.get("temperature") for b in server.bodies[len(sent):]} == {0.5}, "set: sent"
+    assert {r[2].get("anthropic-version") for r in server.requests} == {ANTHROPIC["anthropic_version_header"]}
+    model = _stored_model(out)
+    assert model["temperature"] is None
+    assert (model["timeout"], model.get("anthropic_version")) == (ANTHROPIC["default_timeout"]["total_s"], ANTHROPIC["anthropic_version_header"])
+
+
+def test_the_anthropic_version_is_configurable(capsys, tmp_path):
+    with _Logged().serving() as server:
+        code, err, _ = _anthropic_run(capsys, tmp_path, server, "v", model={"anthropic_version": "2099-01-01"})
+    assert code == 0, err
+    assert {r[2].get("anthropic-version") for r in server.requests} == {"2099-01-01"}
+
+
+@pytest.mark.parametrize("thinking", ANTHROPIC["thinking_configs"])
+def test_every_thinking_config_of_the_sdk_is_accepted_and_sent(capsys, tmp_path, thinking):
+    with _Logged().serving() as server:
+        code, err, _ = _anthropic_run(capsys, tmp_path, server, "t", "--max-tokens", "4096", model={"thinking": thinking})
+    assert code == 0, err
+    assert all(body["thinking"] == thinking and "temperature" not in body for body in server.bodies)
+
+
+def test_a_thinking_display_the_sdk_does_not_have_is_one_line(capsys, tmp_path):
+    with _Logged().serving() as server:
+        code, err, out = _anthropic_run(capsys, tmp_path, server, "bad", model={"thinking": {"type": "adaptive", "display": "full"}})
+    assert code == 2 and not server.requests and not out.exists()
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "thinking.display: expected one of summarized, omitted, got 'full'" in lines[0], err
+
+
+async def test_an_attempts_timeout_is_the_sdks_ten_minutes_connecting_at_most_five_seconds():
+    from agentbench_async.config import model_from_dict
+    from agentbench_async.models import ModelLimits, make_client
+
+    config = model_from_dict({"name": "m", "base_url": "http://127.0.0.1:9/v1"}, "test")
+    async with aiohttp.ClientSession() as session:
+        client = make_client(config, session, ModelLimits())
+        expected = ANTHROPIC["default_timeout"]
+        assert (client._timeout.total, client._timeout.sock_connect) == (expected["total_s"], expected["connect_s"])

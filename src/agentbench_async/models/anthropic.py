@@ -14,7 +14,6 @@ from .families import anthropic_api_root, join_url
 from .network import Route
 from .replies import ReplyReader, add_counts
 
-ANTHROPIC_VERSION = "2023-06-01"
 MAX_CACHE_BREAKPOINTS = 4  # Anthropic accepts at most four cache_control blocks per request
 _EPHEMERAL = {"type": "ephemeral"}
 
@@ -122,7 +121,7 @@ class AnthropicClient(ModelClient):
         body.update(self.config.extra_body)
         if self.config.prompt_caching:
             add_cache_breakpoints(body)
-        headers = {"Content-Type": "application/json", "anthropic-version": ANTHROPIC_VERSION, **self.config.headers}
+        headers = {"Content-Type": "application/json", "anthropic-version": self.config.anthropic_version, **self.config.headers}
         if self._api_key:
             headers["x-api-key"] = self._api_key
         return self.endpoint, headers, body

@@ -44,6 +44,10 @@ def retryable_status(status: int) -> bool:
     """Whether the SDKs retry a reply with this HTTP status (when the server does not say with ``x-should-retry``)."""
     return status in RETRY_STATUSES or status >= 500
 REASONING_HANDLING = ("separate", "raw")
+# Anthropic's thinking settings (anthropic-sdk-python 0.121.0, types/thinking_config_*_param.py)
+THINKING_TYPES = ("enabled", "adaptive", "disabled")
+THINKING_DISPLAYS = ("summarized", "omitted")
+SDK_CONNECT_TIMEOUT_S = 5.0
 # reasoning_effort as OpenAI's API reference documents it (ReasoningEffort: which models take which is the model's own rule)
 REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
 _LENGTH_REASONS = frozenset({"length", "max_tokens"})
@@ -70,7 +74,7 @@ class ModelConfig:
     # requests refused the same permanent way this many times in a row stop the model (its unplayed episodes wait for a
     # resume after the fix); 0: never
     max_same_failures: int = 5
-    timeout: float = 120.0  # seconds for one HTTP attempt
+    timeout: float = 600.0  # seconds for one HTTP attempt (the SDKs' 10 minutes; connecting: at most 5 s)
     # the largest response body read (decompressed); a larger one is this call's model_error, read no further
     max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
     task_header: bool = False  # send X-AgentBench-Task (only the built-in mock model uses it)
@@ -87,7 +91,8 @@ class ModelConfig:
     # own API (api.openai.com, *.openai.azure.com), max_tokens for every other server
     max_tokens_param: str | None = None
     reasoning_effort: str | None = None  # OpenAI reasoning models: none | minimal | low | medium | high | xhigh
-    thinking: dict[str, Any] | None = None  # Anthropic extended thinking: {type: enabled, budget_tokens: N}
+    thinking: dict[str, Any] | None = None  # Anthropic extended thinking: {type: enabled, budget_tokens: N} | {type: adaptive}
+    anthropic_version: str = "2023-06-01"  # Anthropic: the anthropic-version header (what anthropic-sdk-python 0.121.0 sends)
     api_version: str | None = None  # provider azure: the api-version query (default $OPENAI_API_VERSION)
     reasoning_handling: str = "separate"  # separate: thinking kept out of the reply | raw: AgentBench's behaviour
     proxy: str | None = None  # http:// proxy for this model (overrides HTTP(S)_PROXY/NO_PROXY)
@@ -143,16 +148,15 @@ class ModelConfig:
         if self.provider != "anthropic":
             raise ConfigError(f"{where}.thinking: is Anthropic's extended thinking; for OpenAI reasoning models set "
                               "reasoning_effort, for other servers' switches use extra_body")  # fmt: skip
-        if not isinstance(t, dict) or t.get("type") not in ("enabled", "disabled"):
-            raise ConfigError(f"{where}.thinking: expected {{type: enabled, budget_tokens: N}} (or {{type: disabled}}), got {t!r}")
+        if not isinstance(t, dict) or t.get("type") not in THINKING_TYPES:
+            raise ConfigError(f"{where}.thinking: expected {{type: enabled, budget_tokens: N}}, {{type: adaptive}} or {{type: disabled}} "
+                              f"(anthropic-sdk-python 0.121.0's ThinkingConfigParam), got {t!r}")  # fmt: skip
+        if t.get("display") is not None and t["type"] != "disabled" and t["display"] not in THINKING_DISPLAYS:
+            raise ConfigError(f"{where}.thinking.display: expected one of {', '.join(THINKING_DISPLAYS)}, got {t['display']!r}")
         if t["type"] == "disabled":
             return
-        budget = t.get("budget_tokens")
-        if not isinstance(budget, int) or isinstance(budget, bool) or budget < 1024:
-            raise ConfigError(f"{where}.thinking.budget_tokens: Anthropic requires an integer >= 1024, got {budget!r}")
-        if budget >= self.max_tokens:
-            raise ConfigError(f"{where}.thinking.budget_tokens: {budget} must be below max_tokens ({self.max_tokens}): "
-                              f"the thinking is part of the output; raise max_tokens above {budget}")  # fmt: skip
+        if t["type"] == "enabled":
+            self._check_budget(t.get("budget_tokens"), where)
         if self.temperature is not None:
             raise ConfigError(f"{where}.temperature: Anthropic does not accept a temperature with extended thinking; set temperature: null")
         if "top_k" in self.extra_body:
@@ -160,6 +164,13 @@ class ModelConfig:
         top_p = self.extra_body.get("top_p")
         if top_p is not None and not (isinstance(top_p, (int, float)) and 0.95 <= top_p <= 1):
             raise ConfigError(f"{where}.extra_body.top_p: with extended thinking Anthropic accepts only 0.95 to 1, got {top_p!r}")
+
+    def _check_budget(self, budget: Any, where: str) -> None:
+        if not isinstance(budget, int) or isinstance(budget, bool) or budget < 1024:
+            raise ConfigError(f"{where}.thinking.budget_tokens: Anthropic requires an integer >= 1024, got {budget!r}")
+        if budget >= self.max_tokens:
+            raise ConfigError(f"{where}.thinking.budget_tokens: {budget} must be below max_tokens ({self.max_tokens}): "
+                              f"the thinking is part of the output; raise max_tokens above {budget}")  # fmt: skip
 
     def pause_for(self, retry_after: float | None) -> float | None:
         """The pause a server's ``Retry-After`` gets: what it asked, at most ``retry_after_max_s``."""
@@ -236,7 +247,9 @@ class ModelClient(abc.ABC):
         self.base_url = (config.base_url or self.default_base_url).rstrip("/")
         self.endpoint = self.base_url  # where a model call is posted (each provider sets its own)
         self._api_key = config.api_key()
-        self._timeout = aiohttp.ClientTimeout(total=config.timeout)
+        # as the SDKs (openai-python 3.3.1, anthropic-sdk-python 0.121.0: httpx.Timeout(600, connect=5.0)); aiohttp's
+        # connect would also count the wait for a pooled connection, sock_connect is the connection itself
+        self._timeout = aiohttp.ClientTimeout(total=config.timeout, sock_connect=min(SDK_CONNECT_TIMEOUT_S, config.timeout))
         self._via = request_kwargs(target) if target is not None else {}  # the proxy, decided once
         self._failed: ModelError | None = None  # set by an error no retry fixes: every later call fails at once
         self._refused: tuple[tuple[int, bytes], int] | None = None  # the last permanent refusal and how many in a row

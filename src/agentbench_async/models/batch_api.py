@@ -26,7 +26,6 @@ import aiohttp
 
 from ..bounds import BodyTooLarge, read_body
 from ..errors import ModelError
-from .anthropic import ANTHROPIC_VERSION
 from .base import ModelClient, backoff_seconds, expected_base_url, retryable_status, server_pause
 from .network import redact_url
 
@@ -248,7 +247,7 @@ class AnthropicBatchAPI(BatchAPI):
 
     def _headers(self) -> dict[str, str]:
         key = self.config.api_key()
-        return {"anthropic-version": ANTHROPIC_VERSION, **self.config.headers, **({"x-api-key": key} if key else {})}
+        return {"anthropic-version": self.config.anthropic_version, **self.config.headers, **({"x-api-key": key} if key else {})}
 
     async def create(self, lines: list[BatchLine], on_file: Any) -> str:
         requests = []

@@ -43,7 +43,10 @@ def is_openai_reasoning_model(model_id: str) -> bool:
 
 def apply_family_defaults(config: ModelConfig, given: Collection[str]) -> None:
     """An OpenAI reasoning model's request fields, where the config leaves them to the engine (``given``: the fields
-    the config sets, which always win): ``max_completion_tokens``, and no temperature."""
+    the config sets, which always win): ``max_completion_tokens``, and no temperature. Anthropic: no temperature
+    unless the config sets one (anthropic-sdk-python 0.121.0's ``messages.create`` sends none unless asked)."""
+    if config.provider == "anthropic" and "temperature" not in given:
+        config.temperature = None
     if config.provider not in ("openai", "azure") or not is_openai_reasoning_model(config.model_id):
         return
     if "max_tokens_param" not in given:
