@@ -33,6 +33,7 @@ from .mock.policy import CALLER_HEADER, EPISODE_HEADER, TASK_HEADER
 from .models import ModelClient, ModelConfig, open_client
 from .models.base import PERMANENT_WORDS, STOPPED_WORDS, adaptations
 from .models.batches import BatchClient, batch_settings
+from .pace import PaceTally
 from .progress import Progress
 from .records import CallRow, EpisodeRecord
 from .store import EpisodeWriter, Store
@@ -63,6 +64,7 @@ class RunSummary:
     retry_after_over_cap: dict[str, tuple[int, float, float]] = field(default_factory=dict)
     adapted: dict[str, list[str]] = field(default_factory=dict)  # model -> request fields adapted to its server
     planned: dict[str, dict[str, int]] = field(default_factory=dict)  # model -> env -> episodes the run was to hold
+    pace: PaceTally = field(default_factory=PaceTally)  # what waited on the engine's limits (pace.py)
 
     def model_error_lines(self) -> list[str]:
         """One line per model with model_error episodes, naming its most common error."""
@@ -424,9 +426,14 @@ class Evaluation:
         for spec in self._specs(env, model.name):
             if spec.episode_id in done:
                 continue
+            waiting_since, env_full = time.monotonic(), env_sem.locked()
             await env_sem.acquire()
             try:
+                full = global_sem.locked()
                 await global_sem.acquire()
+                if env_full or full:  # an engine's limit held the episode: the summary says so (pace.py)
+                    summary.pace.admitted(time.monotonic() - waiting_since, env.name if env_full and not full and
+                                          self._capacity(env) < self.config.max_concurrency else None)  # fmt: skip
             except BaseException:
                 env_sem.release()
                 raise
@@ -491,6 +498,7 @@ class Evaluation:
         statuses[record.status] += 1
         if record.status == "model_error":
             summary.model_errors.setdefault(record.model, Counter())[(record.error or "no message")[:240]] += 1
+        summary.pace.add_calls(record.calls)
         for call in record.calls:
             if call.retry_after_s is not None and call.model in self._retry_after_caps:
                 cap = self._retry_after_caps[call.model]
