@@ -116,7 +116,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--kg-endpoint", help="kg: SPARQL 1.1 endpoint URL (e.g. a Virtuoso with Freebase)")
     _add_data_flags(run)
     run.add_argument("--new-run", action="store_true", help="add a run with a different config to an existing --out file")
-    run.add_argument("--no-progress", action="store_true", help="no live display")
+    run.add_argument("--no-progress", action="store_true", help="no live display (nor progress lines)")
+    run.add_argument("--progress-every", type=float, metavar="SECONDS", help="output that is not a terminal (a log file, CI): a "
+                     "progress line this often (default 30): done/total, calls/s, retries, 429s, ETA")
     run.add_argument("--ray", nargs="?", const="local", metavar="ADDRESS",
                      help="play the episodes on a Ray cluster: auto, HOST:PORT or ray://HOST:PORT (no ADDRESS: a Ray instance on "
                      "this machine); needs pip install 'agentbench-async[ray]'")
@@ -340,10 +342,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
         if env not in cfg.envs:
             raise ConfigError(f"{flag}: {env} is not one of this run's environments ({', '.join(cfg.envs)}); add it to --env or "
                               "drop the option")  # fmt: skip
-    return _execute(cfg, progress=False if args.no_progress else None, command="run")
+    if args.progress_every is not None and args.progress_every <= 0:
+        raise ConfigError(f"--progress-every: expected seconds > 0, got {args.progress_every:g} (--no-progress: no lines)")
+    return _execute(cfg, progress=False if args.no_progress else None, command="run", progress_every=args.progress_every)
 
 
-def _execute(cfg: RunConfig, *, progress: bool | None, command: str, skip_unavailable: bool = False) -> int:
+def _execute(cfg: RunConfig, *, progress: bool | None, command: str, skip_unavailable: bool = False,
+             progress_every: float | None = None) -> int:
     from .scheduler import Evaluation
 
     if cfg.ray is not None:  # Ray is imported only here, for a run that asks for it
@@ -352,7 +357,8 @@ def _execute(cfg: RunConfig, *, progress: bool | None, command: str, skip_unavai
         require_ray()
         from .distributed.evaluation import RayEvaluation as Evaluation  # type: ignore[assignment]
 
-    evaluation = Evaluation(cfg, console=_err, progress=progress, command=command, skip_unavailable_envs=skip_unavailable)
+    every = {} if progress_every is None else {"progress_every": progress_every}
+    evaluation = Evaluation(cfg, console=_err, progress=progress, command=command, skip_unavailable_envs=skip_unavailable, **every)
     summary = eventloop.run(evaluation.run())
     cancelled = summary.statuses.get("cancelled", 0)  # never "finished": a resume plays them
     statuses = ", ".join(f"{k} {v:,}" for k, v in sorted(summary.statuses.items()) if k != "cancelled") or "nothing to do"

@@ -1,9 +1,12 @@
 """Live progress: episodes done/total per model x environment, in flight with each one's turns so far, calls/s
-(calls that ended, per second), retries, errors, tokens and ETA (a rich Live display on a terminal; nothing when
-output is not a TTY). After Ctrl-C there is no ETA, and cancelled episodes are counted as cancelled, never done."""
+(calls that ended, per second), retries, errors, tokens and ETA (a rich Live display on a terminal; when output is
+not a terminal, one line every ``every`` seconds: done/total, calls/s, retries, 429s, ETA). After Ctrl-C there is no
+ETA, and cancelled episodes are counted as cancelled, never done."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -26,6 +29,7 @@ class _Row:
 
 
 TURNS_SHOWN = 8  # episodes in flight whose turn counts a row of the display lists
+PROGRESS_EVERY_S = 30.0  # output that is not a terminal: a progress line this often (--progress-every)
 
 
 def _ended(client: Any) -> int:
@@ -37,9 +41,12 @@ def _ended(client: Any) -> int:
 
 
 class Progress:
-    def __init__(self, console: Console, *, enabled: bool | None = None) -> None:
+    def __init__(self, console: Console, *, enabled: bool | None = None, every: float | None = PROGRESS_EVERY_S) -> None:
         self.console = console
         self.enabled = console.is_terminal if enabled is None else enabled
+        # not a terminal (`run ... > log`, CI, nohup) and not switched off: a line every ``every`` seconds instead
+        self.every = every if enabled is None and not console.is_terminal and every else None
+        self._lines: asyncio.Task[None] | None = None
         self.rows: dict[tuple[str, str], _Row] = {}
         self.clients: list[Any] = []  # ModelClient objects (their .stats are read)
         self._start = time.monotonic()
@@ -86,12 +93,33 @@ class Progress:
         if self.enabled:
             self._live = Live(self._render(), console=self.console, refresh_per_second=2, transient=False, get_renderable=self._render)
             self._live.__enter__()
+        elif self.every:
+            with contextlib.suppress(RuntimeError):  # (no running loop: no lines)
+                self._lines = asyncio.get_running_loop().create_task(self._print_lines(self.every), name="progress lines")
         return self
 
     def __exit__(self, *exc: object) -> None:
         if self._live is not None:
             self._live.__exit__(None, None, None)
             self._live = None
+        if self._lines is not None:
+            self._lines.cancel()
+            self._lines = None
+
+    async def _print_lines(self, every: float) -> None:
+        while True:
+            await asyncio.sleep(every)
+            self.console.print(self.line(), markup=False, highlight=False, soft_wrap=True)  # one line, for tail and grep
+
+    def line(self) -> str:
+        """The progress as one line: ``progress: 120/400 episodes (30%), 12.3 calls/s, 4 retries, 2 429s, ETA 3:20``."""
+        snap = self.snapshot()
+        done = sum(s["done"] for s in snap["streams"])
+        total = sum(s["total"] for s in snap["streams"])
+        share = f" ({100 * done / total:.0f}%)" if total else ""
+        when = "stopped (Ctrl-C)" if snap["stopped"] else f"ETA {_fmt_eta(snap['eta_s'] if snap['eta_s'] is not None else float('nan'))}"
+        return (f"progress: {done:,}/{total:,} episodes{share}, {snap['calls_per_s']:.1f} calls/s, {snap['retries']:,} retries, "
+                f"{snap['http_429']:,} 429s, {snap['errors']:,} errors, {when} ({_fmt_eta(snap['elapsed_s'])} elapsed)")  # fmt: skip
 
     def snapshot(self) -> dict[str, Any]:
         """The figures of the display as plain data (the writer publishes them for live readers)."""

@@ -34,7 +34,7 @@ from .models import ModelClient, ModelConfig, open_client
 from .models.base import PERMANENT_WORDS, STOPPED_WORDS, adaptations
 from .models.batches import BatchClient, batch_settings
 from .pace import PaceTally
-from .progress import Progress
+from .progress import PROGRESS_EVERY_S, Progress
 from .records import CallRow, EpisodeRecord
 from .store import EpisodeWriter, Store
 from .store.batch_ledger import BatchLedger
@@ -134,10 +134,10 @@ class Evaluation:
     """One invocation of ``agentbench run``/``demo`` over a run config."""
 
     def __init__(self, config: RunConfig, *, console: Console | None = None, progress: bool | None = None,
-                 command: str = "run", skip_unavailable_envs: bool = False) -> None:  # fmt: skip
+                 command: str = "run", skip_unavailable_envs: bool = False, progress_every: float | None = PROGRESS_EVERY_S) -> None:  # fmt: skip
         self.config = config
         self.console = console or Console(stderr=True)
-        self.progress = Progress(self.console, enabled=progress)
+        self.progress = Progress(self.console, enabled=progress, every=progress_every)
         self.command = command
         self.skip_unavailable_envs = skip_unavailable_envs
         self._stopping = asyncio.Event()

@@ -253,7 +253,7 @@ class ModelClient(abc.ABC):
         self._via = request_kwargs(target) if target is not None else {}  # the proxy, decided once
         self._failed: ModelError | None = None  # set by an error no retry fixes: every later call fails at once
         self._refused: tuple[tuple[int, bytes], int] | None = None  # the last permanent refusal and how many in a row
-        self.stats = {"calls": 0, "retries": 0, "errors": 0, "input_tokens": 0, "output_tokens": 0}
+        self.stats = {"calls": 0, "retries": 0, "errors": 0, "http_429": 0, "input_tokens": 0, "output_tokens": 0}
 
     # -- provider specifics -------------------------------------------------------------------
     @abc.abstractmethod
@@ -493,6 +493,7 @@ class ModelClient(abc.ABC):
             raise self._failed
         pause = self.config.pause_for(retry_after)  # the row keeps what the server asked (retry_after_s)
         if status == 429:
+            self.stats["http_429"] += 1
             self.limits.pause(pause if pause is not None else 1.0)
         server = overflow_server(status, body)
         if server is not None:
