@@ -3,14 +3,16 @@ against ``serve-mock --preload test`` answering each call after a fixed latency 
 
     PYTHONPATH=src python bench/leaderboard.py [--models N | --config FILE] [--data-dir ../shared/agentbench-data]
                                                [--latency-ms 1000] [--limit N] [--env all] [--keep DIR]
-                                               [--max-in-flight N] [--max-concurrency N]
+                                               [--engine-defaults]
 
 ``--models N`` writes a configuration of N models (``model-1`` ... each the mock's oracle, ``mock-oracle``);
 ``--config FILE`` takes the models of a run config instead (their base_url replaced by the mock's). The judge is
 ``mock-judge``. ``serve-mock`` runs in its own process, the run in another, as in ``whole_benchmark.py``; without
-``--max-in-flight``/``--max-concurrency`` the run takes the engine's defaults (what a user who types only the
-models gets), and the summary the run prints says when one of the engine's limits, rather than the server, set
-the pace.
+``--engine-defaults`` every episode is admitted at once and each model's requests are unlimited in flight
+(``--max-in-flight 100000 --max-concurrency 100000``, as ``whole_benchmark.py``), so the mock's latency and this
+machine's CPU bound the run; ``--engine-defaults`` runs with the engine's defaults (64 requests in flight a model,
+256 episodes at once: what a user who types only the models gets), and the summary the run prints says when one of
+the engine's limits, rather than the server, set the pace.
 
 Printed: the command, the wall time of the run process, what ``whole_benchmark.py`` prints (episodes, calls,
 every turn stored, each environment's end, what bounded the run), each model's end, the CPU of the whole process
@@ -164,6 +166,10 @@ def _cpu_report(total: float, engine: float, attributed: float, envs: dict[str, 
     print(f"CPU of the run's whole process tree: {total:.1f} s ({total / wall:.2f} cores over {wall:.1f} s), "
           f"{total / max(n_models, 1):.1f} s per model-split; the engine process's own {engine:.1f} s (at its last "
           f"sample), the environments' processes {attributed:.1f} s, not sampled {max(total - engine - attributed, 0):.1f} s")  # fmt: skip
+    cores = os.cpu_count() or 1
+    if total >= 0.8 * cores * wall:
+        print(f"the run's process tree kept {total / wall / cores:.0%} of this machine's {cores} cores busy: its CPU, more than "
+              "the mock's latency, bounded the run")  # fmt: skip
     print(f"{'environment':<11} {'episodes':>8} {'own processes CPU':>18} {'per episode':>12}")
     for env in sorted(per_env):
         if env not in envs:
@@ -184,8 +190,8 @@ def main() -> None:
     parser.add_argument("--limit", type=int, help="only the first N tasks of each environment")
     parser.add_argument("--env", default="all")
     parser.add_argument("--keep", type=Path, help="write the result file here (default: a temporary folder)")
-    parser.add_argument("--max-in-flight", help="passed to the run (default: the engine's)")
-    parser.add_argument("--max-concurrency", help="passed to the run (default: the engine's)")
+    parser.add_argument("--engine-defaults", action="store_true",
+                        help="the engine's default max_in_flight and max_concurrency (default: unlimited)")
     args = parser.parse_args()
     data_dir = args.data_dir if args.data_dir and args.data_dir.is_dir() else None
     ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
@@ -194,10 +200,11 @@ def main() -> None:
         out = args.keep or folder / "leaderboard.duckdb"
         command = [sys.executable, "-m", "agentbench_async.cli", "run", "--config", str(config), "--env", args.env,
                    "--split", "test", "--no-progress", "--out", str(out)]  # fmt: skip
-        for flag, value in (("--data-dir", data_dir), ("--limit", args.limit), ("--max-in-flight", args.max_in_flight),
-                            ("--max-concurrency", args.max_concurrency)):  # fmt: skip
+        for flag, value in (("--data-dir", data_dir), ("--limit", args.limit)):
             if value is not None:
                 command += [flag, str(value)]
+        if not args.engine_defaults:
+            command += ["--max-in-flight", "100000", "--max-concurrency", "100000"]
         print(f"{len(names)} models: {', '.join(names)}")
         print("$ agentbench " + shlex.join(command[3:]))
         cpu0 = _children_cpu()
