@@ -202,6 +202,10 @@ class ModelLimits:
         # together on arrival, so keep a small safety margin on the window (2%, at least 100 ms).
         self._period = window_s + max(0.1, 0.02 * window_s)
         self._learn_rpm = not isinstance(rpm, int)
+        # Sends before the first answer (when the limit may still come in its headers): the burst a run starts with.
+        # A requests/min limit learned later counts them in its window, else a server's sliding window, full of that
+        # burst, refuses the paced requests of the window's end (None: no longer recorded).
+        self._early: list[float] | None = [] if self._learn_rpm else None
         self._learn_tpm = not isinstance(tpm, int)
         self._requests: Throttler | None = None  # asyncio-throttle: never more than rpm sends in any window
         # Requests are also paced evenly (one every period/rpm seconds): a burst of `rpm` requests at once
@@ -240,6 +244,9 @@ class ModelLimits:
     def _set_rpm(self, rpm: int) -> None:
         if self._requests is None:
             self._requests = Throttler(rate_limit=rpm, period=self._period, retry_interval=0.005)
+            if self._early:  # the sends already made count in the window (asyncio-throttle 1.0.2 keeps them in _task_logs)
+                now = _clock()
+                self._requests._task_logs.extend(t for t in self._early if now - t <= self._period)
         self._requests.rate_limit = rpm
         self._spacing = self._period / rpm
 
@@ -248,6 +255,8 @@ class ModelLimits:
         """Learn from one answered (``status``) or unanswered (None: timeout, reset) request."""
         if headers is not None and (self._learn_rpm or self._learn_tpm):
             self._adopt(headers)
+        if status is not None:
+            self._early = None  # answered: a limit the server reports is known (or it reports none)
         if self._aimd is not None:
             sent_at = _clock() - latency_s
             if status is None or status in _CUT_STATUSES:
@@ -285,12 +294,16 @@ class ModelLimits:
     async def _pace(self) -> None:
         async with self._throttle_lock:
             start = now = _clock()
-            while (wait := max(self._next_send - now, self._server_free_at - now)) > 0:
+            # a 429's pause set while this request waited here holds it too (not only the requests arriving after)
+            while (wait := max(self._next_send - now, self._server_free_at - now, self._paused_until - now)) > 0:
                 await asyncio.sleep(wait)
                 now = _clock()
             if self._requests is not None:
                 await self._requests.acquire()  # waits while the last window already holds rpm sends
                 now = _clock()
+                if self._paused_until > now:  # paused while it waited for the window
+                    await self._wait_pause()
+                    now = _clock()
                 # schedule from the planned time, not from when the sleep returned: no drift
                 self._next_send = (self._next_send if self._next_send > start else now) + self._spacing
 
@@ -324,6 +337,8 @@ class _Slot:
                 await lim._pace()
             if lim._tokens is not None:
                 self._charge = await lim._tokens.charge(self._estimate)
+            if lim._early is not None:
+                lim._early.append(_clock())
         except BaseException:
             lim._in_flight.release()
             raise
