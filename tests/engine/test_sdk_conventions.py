@@ -233,3 +233,33 @@ async def test_an_attempts_timeout_is_the_sdks_ten_minutes_connecting_at_most_fi
         client = make_client(config, session, ModelLimits())
         expected = ANTHROPIC["default_timeout"]
         assert (client._timeout.total, client._timeout.sock_connect) == (expected["total_s"], expected["connect_s"])
+
+
+def test_the_output_budgets_the_sdk_streams_are_streamed_and_assembled(capsys, tmp_path):
+    with _Logged().serving() as server:
+        code, err, out = _anthropic_run(capsys, tmp_path, server, "long", "--max-tokens", "32000")
+        assert code == 0, err
+        streamed = list(server.bodies)
+        code, err, _ = _anthropic_run(capsys, tmp_path, server, "short", "--max-tokens", "21333")
+        assert code == 0, err
+    assert streamed and all(b.get("stream") is True for b in streamed)
+    assert all("stream" not in b for b in server.bodies[len(streamed):]), "21,333 tokens fit the SDK's 10 minutes: not streamed"
+    rows = query(out, "SELECT count(*), min(output_tokens), max(http_status) FROM model_calls")[0]
+    assert rows[0] == len(streamed) and rows[1] > 0 and rows[2] == 200
+    assert query(out, "SELECT DISTINCT status FROM episodes") == [("completed",)]
+
+
+def test_a_streamed_message_adds_up_to_the_message_and_a_broken_stream_is_refused():
+    from agentbench_async.models.streaming import assemble, needs_streaming, stream_of
+
+    message = {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-x", "stop_reason": "tool_use", "stop_sequence": None,
+               "content": [{"type": "thinking", "thinking": "let me see", "signature": "sig"}, {"type": "text", "text": "Checking the file."},
+                           {"type": "tool_use", "id": "toolu_1", "name": "bash", "input": {"script": "ls -l"}}],
+               "usage": {"input_tokens": 12, "output_tokens": 34}}  # fmt: skip
+    raw = stream_of(message)
+    assert assemble(raw) == message
+    for broken in (raw[: raw.index(b"event: message_stop")], raw + b'event: error\ndata: {"type": "error", "error": {"type": "overloaded_error"}}\n\n'):
+        with pytest.raises(ValueError):
+            assemble(broken)
+    assert not needs_streaming("claude-sonnet-4-5", 21_333) and needs_streaming("claude-sonnet-4-5", 21_334)
+    assert needs_streaming("claude-opus-4-0", 8_193) and not needs_streaming("claude-opus-4-0", 8_192)

@@ -36,6 +36,7 @@ from .bad_replies import BAD_REPLIES, bad_reply
 from .batches import MockBatches
 from .caching import CacheUsage, PromptCache
 from .rate_limits import RequestBucket, Saturation
+from ..models.streaming import stream_of
 from .providers import (FATAL_FAULTS, THINKING_TEXT, anthropic_thinking_error, openai_parameter_error, overflow_body,
                         overflow_response, signature)  # fmt: skip
 
@@ -282,6 +283,9 @@ class MockModelServer:
         status, out = self.answer(body, request.headers, anthropic)
         if fault and status == 200:  # the real answer, with a bad shape or value
             return web.Response(body=bad_reply(fault, out, anthropic), content_type="application/json")
+        if anthropic and status == 200 and body.get("stream") is True:  # Anthropic's streamed reply: server-sent events
+            self.stats["streamed"] += 1
+            return web.Response(body=stream_of(out), content_type="text/event-stream")
         return web.json_response(out, status=status)
 
     def answer(self, body: dict[str, Any], headers: Mapping[str, str], anthropic: bool) -> tuple[int, dict[str, Any]]:

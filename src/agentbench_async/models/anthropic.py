@@ -13,6 +13,7 @@ from .base import ModelClient, ModelConfig
 from .families import anthropic_api_root, join_url
 from .network import Route
 from .replies import ReplyReader, add_counts
+from .streaming import assemble, needs_streaming
 
 MAX_CACHE_BREAKPOINTS = 4  # Anthropic accepts at most four cache_control blocks per request
 _EPHEMERAL = {"type": "ephemeral"}
@@ -106,6 +107,9 @@ class AnthropicClient(ModelClient):
         super().__init__(config, session, limits, target)
         self.base_url = anthropic_api_root(self.base_url)  # the SDK's host root or the same ending in /v1
         self.endpoint = join_url(self.base_url, "/messages")
+        # streamed when the SDK would require it (an output budget that may take over 10 minutes), or asked for in extra_body;
+        # never in batch mode (a batch answers whole messages)
+        self._stream = not config.batch and (config.extra_body.get("stream") is True or needs_streaming(config.model_id, config.max_tokens))
 
     def _request(self, messages: list[Message], tools: list[dict[str, Any]] | None) -> tuple[str, dict[str, str], dict[str, Any]]:
         system, converted = _to_anthropic(messages)
@@ -119,12 +123,17 @@ class AnthropicClient(ModelClient):
         if tools:
             body["tools"] = _tools_to_anthropic(tools)
         body.update(self.config.extra_body)
+        if self._stream:
+            body["stream"] = True
         if self.config.prompt_caching:
             add_cache_breakpoints(body)
         headers = {"Content-Type": "application/json", "anthropic-version": self.config.anthropic_version, **self.config.headers}
         if self._api_key:
             headers["x-api-key"] = self._api_key
         return self.endpoint, headers, body
+
+    def _decode(self, raw: bytes) -> Any:
+        return assemble(raw) if self._stream else super()._decode(raw)
 
     def _parse(self, body: Any, read: ReplyReader) -> ModelReply:
         body = read.mapping(body, "the body")

@@ -424,8 +424,8 @@ class ModelClient(abc.ABC):
         is stored on the row), values repaired or dropped on the way are noted on the row."""
         read = ReplyReader()
         try:
-            body = loads_body(raw)
-        except (ValueError, RecursionError) as exc:  # not JSON (an HTML error page, a cut body), or nested past any use
+            body = self._decode(raw)
+        except (ValueError, RecursionError, KeyError, TypeError) as exc:  # not JSON (an HTML error page, a cut body), or nested past any use
             row.error = self._redact(f"malformed reply body: {exc}"[:300])
             raise MalformedReply(row.error, http_status=status) from None
         try:
@@ -461,6 +461,10 @@ class ModelClient(abc.ABC):
                                   "fix the cause and run the same command again: these episodes and those not played yet run then",
                                   http_status=signature[0], fatal=True)  # fmt: skip
         return self._failed
+
+    def _decode(self, raw: bytes) -> Any:
+        """A 200 reply's body as JSON values (a provider whose replies are streamed assembles them here)."""
+        return loads_body(raw)
 
     def _accept(self, reply: ModelReply, row: CallRow) -> ModelReply:
         """Count a parsed reply; an empty reply cut at the context window is raised as an overflow."""
