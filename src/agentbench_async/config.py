@@ -122,8 +122,7 @@ class RunConfig:
             "data_dir": "official" if self.data_dir else "builtin",
             "action_mode": self.action_mode,
             "history": self.history,
-            # the judge decides only the results of the environments it takes part in (ltp): elsewhere it changes nothing
-            "judge": gen(self.judge) if self.judge and any(env_class(e).needs_judge for e in self.envs) else None,
+            "judge": gen(self.judge) if self.judge else None,  # (a resume compares it only where ltp ran: differences.py)
             "env_options": self.env_options,
             "seed": self.seed,
         }
