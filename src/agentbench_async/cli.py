@@ -369,7 +369,7 @@ def _execute(cfg: RunConfig, *, progress: bool | None, command: str, skip_unavai
         f"{counted(summary.calls, 'model call')}, {counted(summary.retries, 'retry', 'retries')}, {summary.seconds:.1f} s -> {summary.out}",
         markup=False, highlight=False,
     )
-    pace = summary.pace.lines(cfg.models, cfg.judge, cfg.max_concurrency, summary.episodes)
+    pace = summary.pace.lines(cfg.models, cfg.judge, cfg.max_concurrency)
     for line in [*summary.model_error_lines(), *summary.retry_after_lines(), *summary.adaptation_lines(), *pace]:
         _err.print(line, markup=False, highlight=False, soft_wrap=True)  # one line each, for grep
     if cfg.action_mode == "tools" and summary.episodes:

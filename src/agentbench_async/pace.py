@@ -25,9 +25,12 @@ class PaceTally:
 
     queue_s: dict[str, float] = field(default_factory=dict)
     answer_s: dict[str, float] = field(default_factory=dict)
-    admitted_after_wait: int = 0
-    admission_wait_s: float = 0.0
-    env_waits: dict[str, tuple[int, float]] = field(default_factory=dict)  # env -> (episodes, seconds) held by its capacity
+    # (model, env) -> seconds that stream's next episode waited for a place, in all: under max_concurrency, or under the
+    # environment's own capacity (env -> its capacity) where that is the smaller. A stream admits one episode at a time,
+    # so its total is how long the limit held that model's episodes of that environment back
+    held_s: dict[tuple[str, str], float] = field(default_factory=dict)
+    env_held_s: dict[tuple[str, str], float] = field(default_factory=dict)
+    capacities: dict[str, int] = field(default_factory=dict)
     reported: set[str] = field(default_factory=set)  # models paced by rate limits their server reported (headers)
 
     def add_calls(self, calls: Iterable[CallRow]) -> None:
@@ -40,17 +43,15 @@ class PaceTally:
             if call.queue_ms:
                 self.queue_s[call.model] = self.queue_s.get(call.model, 0.0) + call.queue_ms / 1000
 
-    def admitted(self, waited_s: float, env: str | None = None) -> None:
-        """An episode admitted after ``waited_s`` seconds waiting for a place under ``max_concurrency`` (or, ``env``,
-        under that environment's own capacity, when it is the smaller)."""
-        if env is not None:
-            n, seconds = self.env_waits.get(env, (0, 0.0))
-            self.env_waits[env] = (n + 1, seconds + waited_s)
-            return
-        self.admitted_after_wait += 1
-        self.admission_wait_s += waited_s
+    def admitted(self, model: str, env: str, waited_s: float, capacity: int | None = None) -> None:
+        """``model``'s next episode of ``env`` admitted after ``waited_s`` seconds waiting for a place under
+        ``max_concurrency`` (or under the environment's own ``capacity``, when that is the smaller and was full)."""
+        held = self.held_s if capacity is None else self.env_held_s
+        held[(model, env)] = held.get((model, env), 0.0) + waited_s
+        if capacity is not None:
+            self.capacities[env] = capacity
 
-    def lines(self, models: Iterable[ModelConfig], judge: ModelConfig | None, max_concurrency: int, episodes: int) -> list[str]:
+    def lines(self, models: Iterable[ModelConfig], judge: ModelConfig | None, max_concurrency: int) -> list[str]:
         """One line per limit of the engine that held work back long enough to set the pace (none: the server did)."""
         out = []
         for model, is_judge in [*((m, False) for m in models), *([(judge, True)] if judge is not None else [])]:
@@ -62,16 +63,18 @@ class PaceTally:
                        f"limiter before being sent (its answers took {duration(answered)}): its limits ({_limits(model, model.name in self.reported)}), "
                        f"not the server's speed, set the pace; where the server takes more, raise them ({flag}, --rpm, --tpm or the "
                        "config's)")  # fmt: skip
-        if self.admitted_after_wait and self.admission_wait_s >= MIN_WAIT_S:
-            mean = self.admission_wait_s / self.admitted_after_wait
-            out.append(f"{self.admitted_after_wait:,} of {episodes:,} episodes waited for a place under max_concurrency "
-                       f"{max_concurrency:,} ({duration(mean)} on average): the engine's limit, not the server's speed, set the "
-                       "pace; where the server and this machine take more, raise it (--max-concurrency)")  # fmt: skip
-        for env, (n, seconds) in sorted(self.env_waits.items()):
-            if seconds >= MIN_WAIT_S:
-                out.append(f"{n:,} {env} episodes waited for a place under the environment's own capacity "
-                           f"({duration(seconds / n)} on average): {env}'s limit on episodes at once in this process, not the "
-                           "server's speed, set its pace")  # fmt: skip
+        if self.held_s and (longest := max(self.held_s.values())) >= MIN_WAIT_S:
+            (model, env) = max(self.held_s, key=self.held_s.__getitem__)
+            out.append(f"max_concurrency {max_concurrency:,} held episodes back: {model}'s {env} episodes waited "
+                       f"{duration(longest)} in all for a place, the longest of any model and environment; the engine's limit, "
+                       "not the server's speed, set the pace; where the server and this machine take more, raise it "
+                       "(--max-concurrency)")  # fmt: skip
+        for env in sorted(self.capacities):
+            longest = max(seconds for (_, e), seconds in self.env_held_s.items() if e == env)
+            if longest >= MIN_WAIT_S:
+                out.append(f"{env}'s capacity ({self.capacities[env]:,} episodes at once in this process) held its episodes "
+                           f"back: a model's {env} episodes waited up to {duration(longest)} in all for a place; the "
+                           "environment, not the server's speed, set its pace")  # fmt: skip
         return out
 
 

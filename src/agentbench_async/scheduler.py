@@ -432,8 +432,8 @@ class Evaluation:
                 full = global_sem.locked()
                 await global_sem.acquire()
                 if env_full or full:  # an engine's limit held the episode: the summary says so (pace.py)
-                    summary.pace.admitted(time.monotonic() - waiting_since, env.name if env_full and not full and
-                                          self._capacity(env) < self.config.max_concurrency else None)  # fmt: skip
+                    capacity = self._capacity(env) if env_full and not full and self._capacity(env) < self.config.max_concurrency else None
+                    summary.pace.admitted(model.name, env.name, time.monotonic() - waiting_since, capacity)
             except BaseException:
                 env_sem.release()
                 raise
