@@ -3,7 +3,7 @@ against ``serve-mock --preload test`` answering each call after a fixed latency 
 
     PYTHONPATH=src python bench/leaderboard.py [--models N | --config FILE] [--data-dir ../shared/agentbench-data]
                                                [--latency-ms 1000] [--limit N] [--env all] [--keep DIR]
-                                               [--engine-defaults]
+                                               [--engine-defaults] [--env-option ENV.KEY=VALUE ...]
 
 ``--models N`` writes a configuration of N models (``model-1`` ... each the mock's oracle, ``mock-oracle``);
 ``--config FILE`` takes the models of a run config instead (their base_url replaced by the mock's). The judge is
@@ -190,6 +190,8 @@ def main() -> None:
     parser.add_argument("--limit", type=int, help="only the first N tasks of each environment")
     parser.add_argument("--env", default="all")
     parser.add_argument("--keep", type=Path, help="write the result file here (default: a temporary folder)")
+    parser.add_argument("--env-option", action="append", default=[], metavar="ENV.KEY=VALUE",
+                        help="passed to the run (e.g. os.concurrency=128: os plays 16 episodes at once by default)")
     parser.add_argument("--engine-defaults", action="store_true",
                         help="the engine's default max_in_flight and max_concurrency (default: unlimited)")
     args = parser.parse_args()
@@ -203,6 +205,8 @@ def main() -> None:
         for flag, value in (("--data-dir", data_dir), ("--limit", args.limit)):
             if value is not None:
                 command += [flag, str(value)]
+        for option in args.env_option:
+            command += ["--env-option", option]
         if not args.engine_defaults:
             command += ["--max-in-flight", "100000", "--max-concurrency", "100000"]
         print(f"{len(names)} models: {', '.join(names)}")
