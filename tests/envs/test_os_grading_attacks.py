@@ -218,6 +218,42 @@ async def test_a_command_the_episode_installed_is_found_by_checks(sandboxed: Non
         assert ok, details
 
 
+# issue 37 item 2: a background process writes code into every check process through /proc/PID/mem, at the
+# instruction after the system call it waits in: write(1, "31337\n", 6); exit_group(0)
+_MEM_PATCHER = r"""
+import os, time
+CODE = (bytes.fromhex("b801000000bf01000000488d3510000000ba060000000f05b8e700000031ff0f05") + b"31337\n")
+done = set()
+while True:
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or pid in done or int(pid) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if b"__ab_p" not in f.read() and b"_ab_load" not in f.read():
+                    continue
+            with open(f"/proc/{pid}/syscall") as f:
+                pc = int(f.read().split()[-1], 16)
+            with open(f"/proc/{pid}/mem", "r+b", buffering=0) as mem:
+                mem.seek(pc)
+                mem.write(CODE)
+            done.add(pid)
+        except (OSError, ValueError, IndexError):
+            pass
+    time.sleep(0.001)
+"""
+
+
+async def test_a_process_patching_checks_in_memory_is_gone_before_they_run(sandboxed: None) -> None:
+    env = OSEnvironment(options={"script_timeout": 10})
+    async with _Episode(env) as ep:
+        await ep.sh(f"cat > /tmp/patch.py <<'PY'\n{_MEM_PATCHER}PY\nsetsid python3 /tmp/patch.py </dev/null >/dev/null 2>&1 & disown; echo started")
+        sandbox, keep = ep.session._sandbox, ep.session._shell.pids()
+        ok, details = await grade(sandbox, {"check": [_BASH_NSS_CHECK]}, "31337", 10, keep=keep)
+        assert not ok and details["purge"]["killed"] >= 1, details
+        assert (await grade(sandbox, {"check": [_BASH_NSS_CHECK]}, "42", 10, keep=keep))[0]
+
+
 async def test_a_check_that_does_not_finish_is_the_models_failure_not_env_error(sandboxed: None) -> None:
     env = OSEnvironment(options={})
     async with _Episode(env) as ep:
