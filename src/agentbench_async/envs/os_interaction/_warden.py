@@ -257,8 +257,7 @@ class Warden:
             self.last_cap = int(f.read())
         self.children = {}  # pid -> request id
         self.task_procs = {}  # pid -> start time: the task's processes (see mark_task)
-        self.commands = None  # the image's /usr/sbin and /usr/bin names (see image_commands)
-        self.sbin_names = frozenset()
+        self.commands = {}  # "usr/sbin", "usr/bin" -> the image's names there (see _read_image_commands)
         self.keeper = 0
         self.bwrap_pid = 0
         self.ns = {}
@@ -443,12 +442,8 @@ class Warden:
             fcntl.ioctl(master, TIOCSPTLCK, struct.pack("i", 0))
             fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
         err_r, err_w = os.pipe()  # the child's last words if it cannot exec
-        if req.get("mode") == "check" and self.commands is None:
-            self.image_commands()
-            try:
-                self.sbin_names = frozenset(os.listdir(os.path.join(self.pristine, "usr/sbin")))
-            except OSError:
-                pass
+        if req.get("mode") == "check":
+            self._read_image_commands()
         pid = os.fork()
         if pid == 0:
             os.close(err_r)
@@ -548,18 +543,15 @@ class Warden:
                 self.links[rel] = target
         return tools
 
-    def image_commands(self):
-        """Names in the image's /usr/sbin and /usr/bin, read once from the pristine image (by the warden, before a
-        check's child forks: the child cannot see the image's path)."""
-        if self.commands is None:
-            names = set()
-            for rel in ("usr/sbin", "usr/bin"):
+    def _read_image_commands(self):
+        """Names in the image's /usr/sbin and /usr/bin, read once from the pristine image, by the warden before a
+        check's child forks (the child, in the sandbox's root, cannot see the image's path)."""
+        for rel in ("usr/sbin", "usr/bin"):
+            if rel not in self.commands:
                 try:
-                    names.update(os.listdir(os.path.join(self.pristine, rel)))
+                    self.commands[rel] = frozenset(os.listdir(os.path.join(self.pristine, rel)))
                 except OSError:
-                    pass
-            self.commands = frozenset(names)
-        return self.commands
+                    self.commands[rel] = frozenset()
 
     def _hidden(self, folder):
         """In a check's child (the sandbox's root): the names of the episode's ``folder`` a check must not see:
@@ -568,12 +560,13 @@ class Warden:
             names = set(os.listdir(folder))
         except OSError:
             return []
+        sbin, bin_ = self.commands["usr/sbin"], self.commands["usr/bin"]
         if folder in _SHADOWING_DIRS:
-            return sorted(names & self.image_commands())
+            return sorted(names & (sbin | bin_))
         if folder == "/usr/sbin":  # before /usr/bin on PATH
-            return sorted(names & self.image_commands() - self.sbin_names)
+            return sorted(names & bin_ - sbin)
         if folder == "/usr/bin":
-            return sorted(n for n in names - self.image_commands() if n in _BESIDE_PYTHON or n.endswith("._pth"))
+            return sorted(n for n in names - bin_ if n in _BESIDE_PYTHON or n.endswith("._pth"))
         return []
 
     def _overlay(self, target, layers, hide):
