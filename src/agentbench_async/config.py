@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from .bounds import DEFAULT_MAX_RESPONSE_BYTES, check_http_url, check_yaml_depth, read_config_text
+from .bounds import DEFAULT_MAX_RESPONSE_BYTES, check_http_url, check_yaml_depth, read_config_text, redact_url
 from .distributed import RaySettings, ray_settings
 from .envs import available_envs, env_class, plugin_envs
 from .envs.own_tasks import TASKS_FILE, TASKS_SHA256, merge_tasks_setting, settle_task_files
@@ -69,7 +69,7 @@ class RunConfig:
             "action_mode": self.action_mode,
             "history": self.history,
             "judge": self.judge.public_dict() if self.judge else None,
-            "env_options": self.env_options,
+            "env_options": _without_credentials(self.env_options),
             "seed": self.seed,
         }
         # the result-deciding settings that are not AgentBench v0.2's (report prints them, SQL can read them)
@@ -129,6 +129,12 @@ class RunConfig:
         if self.data_dir_skipped:  # only then: the fingerprints of runs without (all earlier ones) stay as they were
             decisive[DATA_DIR_SKIPPED] = sorted(self.data_dir_skipped)
         return hashlib.sha256(json.dumps(decisive, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def _without_credentials(env_options: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Environment options as stored: a URL's user and password (``db_url: mysql://root:secret@host/db``) as ``***``."""
+    return {env: {k: redact_url(v) if isinstance(v, str) and "://" in v else v for k, v in opts.items()}
+            for env, opts in env_options.items()}  # fmt: skip
 
 
 def deciding_model_fields(model: Mapping[str, Any]) -> dict[str, Any]:

@@ -172,3 +172,14 @@ def test_config_dev_zero_ends_at_once_with_bounded_memory(tmp_path):
     assert err.read_text().strip() == f"error: /dev/zero: larger than {MAX_CONFIG_BYTES >> 20} MiB, too big for a config file; " \
                                       "give the YAML file of the run's settings"  # fmt: skip
     assert usage.ru_maxrss < 400_000, f"peak RSS {usage.ru_maxrss:,} KiB"
+
+
+def test_a_password_in_an_environment_url_is_not_stored(tmp_path):
+    """--db-url / kg_endpoint with credentials: the run's stored settings (runs.config) keep the host, not the password."""
+    from agentbench_async.config import build_config
+
+    cfg = build_config({"out": tmp_path / "r.duckdb", "envs": ["db"], "models": [{"name": "mock-oracle", "base_url": "http://127.0.0.1:1/v1"}],
+                        "env_options": {"db": {"db_url": "mysql://root:s3cret-pass@127.0.0.1:3306/agentbench"}}}, where="test")  # fmt: skip
+    stored = str(cfg.public_dict())
+    assert "s3cret-pass" not in stored and "mysql://***@127.0.0.1:3306/agentbench" in stored
+    assert cfg.env_options["db"]["db_url"].endswith("s3cret-pass@127.0.0.1:3306/agentbench")  # the run itself still connects with it
