@@ -34,6 +34,7 @@ from .models import ModelClient, ModelConfig, open_client
 from .models.base import PERMANENT_WORDS, STOPPED_WORDS, adaptations
 from .models.batches import BatchClient, batch_settings
 from .pace import PaceTally
+from .places import FairPlaces, ModelPlaces
 from .progress import PROGRESS_EVERY_S, Progress
 from .records import CallRow, EpisodeRecord
 from .store import EpisodeWriter, Store
@@ -287,7 +288,7 @@ class Evaluation:
             clients = {name: batched[id(c)] for name, c in clients.items()}
             judge = batched[id(judge)] if judge is not None else None
             self.progress.clients = list(clients.values()) + ([judge] if judge and judge not in clients.values() else [])
-            global_sem = asyncio.Semaphore(cfg.max_concurrency)
+            global_sem = FairPlaces(cfg.max_concurrency)  # shared fairly between models (places.py)
             # Python's GC walking thousands of live objects is most of the cost at high concurrency:
             # freeze what exists now and collect the young generation far less often. The young generation
             # is counted as allocations minus deallocations of any age, so while the episodes in flight are
@@ -342,14 +343,14 @@ class Evaluation:
         summary.adapted = {name: what for name, c in named if (what := adaptations(c.stats))}
 
     async def _env_episodes(self, env: Environment, clients: dict[str, ModelClient], judge: ModelClient | None, done: set[str],
-                            counts: dict[tuple[str, str], tuple[int, int]], global_sem: asyncio.Semaphore, writer: EpisodeWriter,
+                            counts: dict[tuple[str, str], tuple[int, int]], global_sem: FairPlaces, writer: EpisodeWriter,
                             summary: RunSummary) -> None:  # fmt: skip
         """One environment's episodes, every model's, from the moment it has started; then its close (the others run on)."""
         start = self._starting[env.name]
         await asyncio.wait([start])
         if _start_error(start) is not None or any(self._ends_the_run(t) for t in self._starting.values()):
             return  # _settle_starts says why
-        env_sem = asyncio.Semaphore(min(self._capacity(env), self.config.max_concurrency))
+        env_sem = FairPlaces(min(self._capacity(env), self.config.max_concurrency))
         tasks: set[asyncio.Task[None]] = set()
         feeders = []
         for model in self.config.models:
@@ -420,9 +421,10 @@ class Evaluation:
         return total, skipped
 
     async def _feed(self, model: ModelConfig, env: Environment, client: ModelClient, judge: ModelClient | None, done: set[str],
-                    global_sem: asyncio.Semaphore, env_sem: asyncio.Semaphore, writer: EpisodeWriter, summary: RunSummary,
+                    global_sem: FairPlaces, env_sem: FairPlaces, writer: EpisodeWriter, summary: RunSummary,
                     tasks: set[asyncio.Task[None]]) -> None:  # fmt: skip
         """Admit ``model``'s episodes of ``env`` one by one under the limits; ``tasks`` gets each one's task."""
+        global_sem, env_sem = global_sem.for_model(model.name), env_sem.for_model(model.name)
         for spec in self._specs(env, model.name):
             if spec.episode_id in done:
                 continue
@@ -449,7 +451,7 @@ class Evaluation:
             task.add_done_callback(tasks.discard)
 
     async def _one(self, env: Environment, spec: EpisodeSpec, agent: AgentFn, judge: AgentFn | None, writer: EpisodeWriter,
-                   summary: RunSummary, global_sem: asyncio.Semaphore, env_sem: asyncio.Semaphore) -> None:  # fmt: skip
+                   summary: RunSummary, global_sem: ModelPlaces, env_sem: ModelPlaces) -> None:  # fmt: skip
         self.progress.started(spec.model, env.name)
         try:
             try:

@@ -13,6 +13,7 @@ from ..envs.base import Environment
 from ..episode import AgentFn, EpisodeSpec
 from ..errors import ConfigError, EnvUnavailableError
 from ..models import ModelConfig
+from ..places import ModelPlaces
 from ..scheduler import Evaluation, RunSummary
 from ..store import EpisodeWriter
 from .cluster import Cluster, ModelStats
@@ -83,7 +84,7 @@ class RayEvaluation(Evaluation):
                 self.progress.counting(model, env, episode_id, writer.live_sink(episode_id, model, env))(rows)
 
     async def _one(self, env: Environment, spec: EpisodeSpec, agent: AgentFn, judge: AgentFn | None, writer: EpisodeWriter,
-                   summary: RunSummary, global_sem: asyncio.Semaphore, env_sem: asyncio.Semaphore) -> None:  # fmt: skip
+                   summary: RunSummary, global_sem: ModelPlaces, env_sem: ModelPlaces) -> None:  # fmt: skip
         self.progress.started(spec.model, env.name)
         try:
             record = await self.cluster.run(env.name, spec)
