@@ -2,7 +2,9 @@
 per-model limits, interleaves models and environments fairly, and shuts down cleanly on SIGINT.
 
 Work items (model x environment x task x repeat) are generated on demand by one feeder per
-(model, environment) stream; feeders wait on FIFO semaphores, so streams take turns. Finished episodes
+(model, environment) stream; feeders wait for places shared fairly between models (places.py: a freed place
+goes to the waiting model holding the fewest), so streams take turns and a slow model never holds the others
+back. Finished episodes
 go to the single DuckDB writer. SIGINT stops admitting, cancels the episodes in flight (stored as
 ``cancelled``, re-run on resume), flushes the writer and returns.
 """
