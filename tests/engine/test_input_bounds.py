@@ -161,17 +161,18 @@ def test_a_bad_config_file_is_one_line(capsys, tmp_path, make):
 def test_config_dev_zero_ends_at_once_with_bounded_memory(tmp_path):
     """Through the real entry point: one line at once, the process's peak memory that of Python with the package loaded
     (the issue's engine read 21.6 GB before the OOM killer fired)."""
-    err = tmp_path / "stderr"
+    # started by a small Python of its own, which reports its peak memory (wait4): a child started by pytest itself
+    # inherits pytest's peak as its own (the kernel carries the forking process's high-water mark across exec)
+    measure = ("import os, subprocess, sys; p = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL); "
+               "_, status, usage = os.wait4(p.pid, 0); print(os.waitstatus_to_exitcode(status), usage.ru_maxrss)")  # fmt: skip
     started = time.monotonic()
-    with err.open("w") as sink:
-        proc = subprocess.Popen([sys.executable, "-m", "agentbench_async.cli", "run", "--config", "/dev/zero", "--out",
-                                 str(tmp_path / "r.duckdb")], stdout=sink, stderr=sink)  # fmt: skip
-        _, status, usage = os.wait4(proc.pid, 0)  # (not Popen.wait: wait4 also says the child's peak memory)
-        proc.returncode = os.waitstatus_to_exitcode(status)
-    assert proc.returncode == 2 and time.monotonic() - started < 60
-    assert err.read_text().strip() == f"error: /dev/zero: larger than {MAX_CONFIG_BYTES >> 20} MiB, too big for a config file; " \
-                                      "give the YAML file of the run's settings"  # fmt: skip
-    assert usage.ru_maxrss < 400_000, f"peak RSS {usage.ru_maxrss:,} KiB"
+    proc = subprocess.run([sys.executable, "-c", measure, sys.executable, "-m", "agentbench_async.cli", "run", "--config", "/dev/zero",
+                           "--out", str(tmp_path / "r.duckdb")], capture_output=True, text=True, timeout=120)  # fmt: skip
+    code, peak_kib = (int(x) for x in proc.stdout.split())
+    assert code == 2 and time.monotonic() - started < 60
+    assert proc.stderr.strip() == f"error: /dev/zero: larger than {MAX_CONFIG_BYTES >> 20} MiB, too big for a config file; " \
+                                  "give the YAML file of the run's settings"  # fmt: skip
+    assert peak_kib < 400_000, f"peak RSS {peak_kib:,} KiB"
 
 
 def test_a_password_in_an_environment_url_is_not_stored(tmp_path):
