@@ -322,3 +322,19 @@ async def test_without_cgroups_rlimits_and_a_scanned_pid_limit_hold(sandboxed: N
         assert "process limit" in out
         count = await ep.sh("ps -e --no-headers | wc -l")
         assert int(count.rsplit("\n", 2)[-2]) < 40
+
+
+async def test_a_command_that_takes_the_terminals_input_ends_when_it_does(sandboxed: None) -> None:
+    """sudo (relaying the terminal), apt or a flush take what was typed after the command (the engine's end marker):
+    the shell, back at its prompt with nothing to read, gets the marker again: the command ends when it does, not
+    at the command timeout, and the next command's output is clean."""
+    env = OSEnvironment(options={"command_timeout": 10})
+    try:
+        async with _Episode(env) as ep:
+            loop = asyncio.get_running_loop()
+            started = loop.time()
+            out = await ep.sh("python3 -c 'import termios, time; time.sleep(0.3); termios.tcflush(0, termios.TCIFLUSH)'; echo after")
+            assert out == "The output of the OS:\n\nafter\n" and loop.time() - started < 5, (out, loop.time() - started)
+            assert await ep.sh("echo next") == "The output of the OS:\n\nnext\n"
+    finally:
+        await env.close()

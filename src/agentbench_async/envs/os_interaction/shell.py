@@ -2,7 +2,9 @@
 
 Each command is typed into the shell followed by a sentinel line that prints a random marker; the
 output is everything before the marker (spec §6 Fix: the whole block runs and all its output is
-captured, the echo is switched off, prompts are emptied, 80 columns). A command that does not finish
+captured, the echo is switched off, prompts are emptied, 80 columns). A command that read the terminal
+may have taken the sentinel: when the shell is found back at its prompt with nothing to read, it is typed
+again. A command that does not finish
 within the timeout gets Ctrl-C, then its foreground process group is killed, then (if the shell itself
 is stuck) the shell is replaced; a flood of output is cut at ``max_bytes`` and interrupted the same
 way. Either way the command ends and the episode goes on.
@@ -26,6 +28,8 @@ _OSC = re.compile(r"\x1b\][0-9]*;[^\x07\x1b]*(?:\x07|\x1b\\)")
 _OTHER_ESC = re.compile(r"\x1b[()][A-Za-z0-9]|\x1b[=>]")
 # a bash prompt left by a login shell the command started (e.g. ``su - jack``) before our sentinel ran
 _PROMPT = re.compile(r"(?:^|(?<=\n))(?:[\w.-]+@[\w.-]+:[^\n]*?|[^\n]{0,40}?)[#$] $")
+# seconds without the marker after which the shell is checked for having lost the typed-ahead sentinel
+_RETYPE_AFTER = 0.5
 _SETUP = "stty -echo cols 80 rows 24 2>/dev/null; PS1=''; PS2=''; unset PROMPT_COMMAND; bind 'set enable-bracketed-paste off' 2>/dev/null"
 
 
@@ -161,7 +165,13 @@ class AgentShell:
             await self.restart()
             return ShellResult(output="", timed_out=True, restarted=True)
         collected = bytearray()
-        found, overflow = await self._wait_marker(marker, deadline, collected)
+        found, overflow = await self._wait_marker(marker, min(deadline, loop.time() + _RETYPE_AFTER), collected)
+        while not (found or overflow or self._eof) and loop.time() < deadline:
+            # a command that read the terminal (sudo relaying it, apt, a flush) took the typed-ahead sentinel: the
+            # shell waits at its prompt with nothing to read and no marker will come; type the sentinel again
+            if await self._idle_at_prompt() and not await self._write(sentinel, deadline):
+                break
+            found, overflow = await self._wait_marker(marker, min(deadline, loop.time() + _RETYPE_AFTER), collected)
         result = ShellResult(output="")
         if found:
             idx = collected.index(marker)
@@ -175,6 +185,27 @@ class AgentShell:
             await self._interrupt(nonce)
         result.output = _clean(bytes(collected[: self._max_bytes])).replace(sentinel, "")
         return result
+
+    async def _idle_at_prompt(self) -> bool:
+        """Whether the login shell leads the terminal and waits in its prompt's select on an empty input queue (read
+        twice, 30 ms apart, from /proc/<pid>/syscall and wchan; False where they cannot be read: an ordinary
+        user's engine cannot read its sandboxes' processes)."""
+        for attempt in (0, 1):
+            if attempt:
+                await asyncio.sleep(0.03)
+            try:
+                if os.tcgetpgrp(self._master) != self._shell_pid:
+                    return False
+                with open(f"/proc/{self._shell_pid}/wchan") as f:
+                    if f.read().split(".")[0] != "poll_schedule_timeout":
+                        return False
+                with open(f"/proc/{self._shell_pid}/syscall") as f:
+                    fields = f.read().split()
+            except (OSError, ValueError):
+                return False
+            if len(fields) < 3 or fields[1] != "0x1":  # select/poll on one descriptor: the terminal, fd 0
+                return False
+        return True
 
     async def _interrupt(self, nonce: str) -> None:
         """End the running command: Ctrl-C, then SIGKILL its process group, then a new shell."""
