@@ -768,7 +768,7 @@ class Warden:
                     _send(self.sock, {"marked": self.mark_task(), "id": msg.get("id")})
                 elif op == "purge":
                     killed, stopped, clean = self.purge(msg["keep"])
-                    _send(self.sock, {"purged": clean, "killed": killed, "stopped": stopped, "id": msg.get("id")})
+                    _send(self.sock, {"purged": clean, "counts": [killed, stopped], "id": msg.get("id")})
                 elif op == "exit":
                     return
 

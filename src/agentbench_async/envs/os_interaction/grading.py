@@ -25,6 +25,7 @@ import asyncio
 import contextlib
 import os
 import re
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from ...errors import EnvError
@@ -167,7 +168,7 @@ def match_answer(spec: dict[str, Any], answer: str | None) -> bool:
 
 
 async def grade(
-    sandbox: Sandbox | None, data: dict[str, Any], answer: str | None, timeout: float, *, keep: set[int] = frozenset()  # type: ignore[assignment]
+    sandbox: Sandbox | None, data: dict[str, Any], answer: str | None, timeout: float, *, keep: AbstractSet[int] = frozenset()
 ) -> tuple[bool, dict[str, Any]]:
     """The task's verdict for ``answer`` (``None`` after ``finish``), plus details for the store. A ``match``
     task needs no sandbox. ``keep``: the agent's shell (host pids), stopped rather than killed before checks.

@@ -29,6 +29,7 @@ import signal
 import tempfile
 import uuid
 from pathlib import Path
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from ...errors import EnvError, EnvUnavailableError
@@ -40,13 +41,11 @@ from .limits import Limits
 from .process import kill_process_group, off_loop
 from .seccomp import filter_program
 
-__all__ = ["CAPS", "CHECK_PATH", "ROOT_ID_BASE", "IdMap", "Limits", "Sandbox", "SandboxProcess", "check_available", "host_idmap"]
+__all__ = ["CAPS", "ROOT_ID_BASE", "IdMap", "Limits", "Sandbox", "SandboxProcess", "check_available", "host_idmap"]
 
 SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-# a check's PATH is the agent's (checks may count its entries); no command of the episode's hides one of the image's
-# there (see _warden.UNION_DIRS)
-CHECK_PATH = SANDBOX_PATH
-# a check's environment: no user site-packages (``~/.local`` is the episode's), no bytecode written, no system git
+# a check's environment (its PATH is the agent's: checks may count its entries; no command of the episode's hides
+# one of the image's there, see _warden.UNION_DIRS): no user site-packages (``~/.local`` is the episode's), no bytecode written, no system git
 # configuration (the episode's /etc/gitconfig could name a program for git to run)
 CHECK_ENV = {"PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1", "GIT_CONFIG_NOSYSTEM": "1"}
 HOSTNAME = "agentbench"
@@ -279,11 +278,11 @@ class Sandbox:
         ``stdio``: the child's fds 0-2 (pipes the caller made); ``extra_fds`` become 3, 4, ...; ``tty``: a
         terminal of the sandbox's own devpts instead, whose master end is returned (else -1). ``check``: a
         check, whose tools (executables, libraries, loader, NSS, Python's site, ...: ``_warden.TOOL_DIRS``)
-        are the pristine image's and whose PATH puts them first. Never blocks on the sandbox: the warden
+        are the pristine image's over the episode's (see ``_warden.UNION_DIRS``). Never blocks on the sandbox: the warden
         forks, the caller awaits."""
         if self._channel is None or not self.keeper_pid:
             raise EnvError("os: the sandbox is not running")
-        base_env = {"HOME": "/root", "PATH": CHECK_PATH, **CHECK_ENV} if check else {"HOME": "/root", "PATH": SANDBOX_PATH}
+        base_env = {"HOME": "/root", "PATH": SANDBOX_PATH, **(CHECK_ENV if check else {})}
         base_env.update(env or {})
         self._next_id += 1
         rid = self._next_id
@@ -343,12 +342,13 @@ class Sandbox:
         shell): a :meth:`purge` stops them instead of killing them. Returns how many there are."""
         return int((await self._request("mark_task", "marked", 30))["marked"])
 
-    async def purge(self, keep: set[int] = frozenset()) -> tuple[int, int, bool]:  # type: ignore[assignment]
+    async def purge(self, keep: AbstractSet[int] = frozenset()) -> tuple[int, int, bool]:
         """Before a check: every process of the episode is killed but pid 1 and those marked or in ``keep`` (the
         agent's current shell), which are stopped: nothing the model started runs beside a check. Returns
         (killed, stopped, whether nothing is left running)."""
         msg = await self._request("purge", "purged", 30, keep=sorted(keep))
-        return int(msg["killed"]), int(msg["stopped"]), bool(msg["purged"])
+        killed, stopped = msg["counts"]
+        return int(killed), int(stopped), bool(msg["purged"])
 
     async def kill(self, pids: list[int], sig: int = signal.SIGKILL) -> None:
         """Signal processes of the sandbox (host pids); the warden does it, it may where the engine may not."""
