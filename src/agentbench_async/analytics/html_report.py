@@ -184,11 +184,16 @@ def _turns_section(report: Report) -> str:
 def _repeats_section(report: Report) -> str:
     if report.pass_k.is_empty():
         return ""
-    rows = [[shown(r), r["env"], r["k"], r["tasks"], pct(r["pass_at_k"]), pct(r["pass_hat_k"])] for r in report.pass_k.iter_rows(named=True)]
-    spread = [[shown(r), r["env"], r["repeats"], pct(r["mean_score"]), pct(r["stddev"]), pct(r["min_score"]), pct(r["max_score"])]
-              for r in report.spread.iter_rows(named=True)]
-    return ("<h2>Repeats</h2>" + _table(["model", "env", "k", "tasks", "pass@k %", "pass^k %"], rows)
-            + _table(["model", "env", "repeats", "mean %", "stddev %", "min %", "max %"], spread))
+    rows = [[shown(r), r["env"], r["k"], r["tasks"], pct(r["pass_at_k"]), pct(r["pass_hat_k"]), r["infra"]]
+            for r in report.pass_k.iter_rows(named=True)]
+    spread = [[shown(r), r["env"], r["repeats"], pct(r["mean_score"]), pct(r["stddev"]), pct(r["min_score"]), pct(r["max_score"]),
+               r["infra"]] for r in report.spread.iter_rows(named=True)]
+    infra = "infra (in n)" if report.denominator == "paper" else "infra excluded"
+    note = ("every try counts, an env_error, model_error or cancelled one as a failed try (as the scores)" if report.denominator == "paper"
+            else "over the model's own outcomes: env_error, model_error and cancelled tries are left out (--denominator outcomes)")
+    return (f'<h2>Repeats</h2><p class="note">pass@k, pass^k and the spread: {note}.</p>'
+            + _table(["model", "env", "k", "tasks", "pass@k %", "pass^k %", infra], rows)
+            + _table(["model", "env", "repeats", "mean %", "stddev %", "min %", "max %", infra], spread))
 
 
 def _reasoning_table(report: Report) -> str:

@@ -105,7 +105,7 @@ def _rows(frame: pl.DataFrame) -> list[dict[str, Any]]:
 
 def build_report(res: Results, prices: Prices | None = None, denominator: str = "paper") -> Report:
     """Every table of the report; ``denominator`` (``paper``: every episode, infrastructure failures scored 0;
-    ``outcomes``: the model's own outcomes only) decides the scores and OA."""
+    ``outcomes``: the model's own outcomes only) decides the scores, OA, pass@k/pass^k and the run-to-run spread."""
     env_scores = scores.env_scores(res, denominator)
     runs = res.sql(
         """
@@ -128,8 +128,8 @@ def build_report(res: Results, prices: Prices | None = None, denominator: str = 
         paper=configs.with_labels(failures.paper_table(res), table),
         reasons=configs.with_labels(failures.top_reasons(res), table),
         turns_used=res.turns_used.sort("model", "env", "config_id", "n_turns"),
-        pass_k=configs.with_labels(repeats.pass_k_table(res), table),
-        spread=configs.with_labels(repeats.spread_table(res), table),
+        pass_k=configs.with_labels(repeats.pass_k_table(res, denominator), table),
+        spread=configs.with_labels(repeats.spread_table(res, denominator), table),
         usage=operations.usage_table(res, prices),
         statuses=operations.status_table(res),
         throughput=operations.throughput_table(res),

@@ -194,17 +194,20 @@ def print_behaviour(report: Report, console: Console) -> None:
 def repeats_tables(report: Report) -> list[Table]:
     if report.pass_k.is_empty():
         return []
-    table = Table(title="Repeats: pass@k (any of k tries succeeds) and pass^k (all k succeed), % of tasks", title_justify="left")
-    for col in ("model", "env", "k", "tasks", "pass@k", "pass^k"):
-        table.add_column(col, justify="right" if col in ("k", "tasks", "pass@k", "pass^k") else "left")
+    tries = ("every try, infrastructure failures as failed tries" if report.denominator == "paper"
+             else "the model's own outcomes; infrastructure failures not counted")
+    infra_column = "infra (in n)" if report.denominator == "paper" else "infra excluded"
+    table = Table(title=f"Repeats: pass@k (any of k tries succeeds) and pass^k (all k succeed), % of tasks; {tries}", title_justify="left")
+    for col in ("model", "env", "k", "tasks", "pass@k", "pass^k", infra_column):
+        table.add_column(col, justify="left" if col in ("model", "env") else "right")
     for r in report.pass_k.iter_rows(named=True):
-        table.add_row(_model(r), r["env"], str(r["k"]), str(r["tasks"]), pct(r["pass_at_k"]), pct(r["pass_hat_k"]))
-    spread = Table(title="Run-to-run spread of the score over repeats (%)", title_justify="left")
-    for col in ("model", "env", "repeats", "mean", "stddev", "min", "max"):
+        table.add_row(_model(r), r["env"], str(r["k"]), str(r["tasks"]), pct(r["pass_at_k"]), pct(r["pass_hat_k"]), str(r["infra"]))
+    spread = Table(title=f"Run-to-run spread of the score over repeats (%; {tries})", title_justify="left")
+    for col in ("model", "env", "repeats", "mean", "stddev", "min", "max", infra_column):
         spread.add_column(col)
     for r in report.spread.iter_rows(named=True):
         spread.add_row(_model(r), r["env"], str(r["repeats"]), pct(r["mean_score"]), pct(r["stddev"]), pct(r["min_score"]),
-                       pct(r["max_score"]))
+                       pct(r["max_score"]), str(r["infra"]))
     return [table, spread]
 
 
