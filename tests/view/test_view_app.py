@@ -20,6 +20,7 @@ from view_support import ALPHA_OS, HOSTILE, HOSTILE_ID, JUDGED_ID, REPEATS, get,
 
 from agentbench_async.analytics import load, scores
 from agentbench_async.analytics.compare import compare_results, pick_side
+from agentbench_async.analytics.compared import compared_env_scores
 from agentbench_async.analytics.loading import Results
 from agentbench_async.analytics.terminal import pct
 from agentbench_async.view import Source
@@ -37,9 +38,11 @@ def _rows(page: str, table: str) -> list[str]:
 
 
 async def test_overview_shows_runs_scores_with_intervals_and_oa(known_file: Path) -> None:
+    # alpha played one os task beta did not (the hostile one): the models are compared on the tasks both finished
     with load(known_file) as res:
-        expected = scores.env_scores(res)
+        expected = compared_env_scores(res)
         overall = scores.overall(expected)
+        every = scores.env_scores(res)
     async with viewer([known_file]) as base:
         for _ in range(100):  # the bootstrap intervals are computed in the background; the page says so meanwhile
             status, page, _ = await get(base + "/")
@@ -58,6 +61,10 @@ async def test_overview_shows_runs_scores_with_intervals_and_oa(known_file: Path
     assert 'data-plot="scores"' in page
     assert "Settings: AgentBench v0.2 settings." in text
     assert all(row.rstrip().endswith("AgentBench v0.2 settings</td>") for row in _rows(page, "scores"))
+    assert f"90 of 91 tasks finished by every model; compared on those (scores and OA; os {10 * REPEATS} of {10 * REPEATS + 1})" in text
+    alpha_os = every.filter((every["model"] == "alpha") & (every["env"] == "os")).row(0, named=True)
+    assert alpha_os["n"] == 10 * REPEATS + 1 and len(_rows(page, "scores-all")) == every.height
+    assert f"alpha · os {pct(alpha_os['score'])} {alpha_os['n']}" in _text(page.split('data-table="scores-all"')[1])
 
 
 async def test_overview_names_the_settings_that_differ_beside_the_scores(tmp_path: Path) -> None:

@@ -70,21 +70,35 @@ def _settings_section(report: Report) -> str:
 
 
 def _scores_section(report: Report) -> str:
+    line = report.compared.line() if report.compared is not None else None
+    compared = f'<p class="deviations"><strong>{escape(line)}</strong></p>' if line else ""
+    return f"<h2>Scores</h2>{compared}{_scores_tables(report, report.scores, report.overall)}{_every_episode(report) if line else ''}"
+
+
+def _every_episode(report: Report) -> str:
+    """Each model's scores and OA over all its episodes, when the comparison above was made on the common tasks."""
+    if report.scores_all is None or report.overall_all is None:
+        return ""
+    return ("<h3>Scores over all of each model's episodes</h3><p class=\"note\">Not a comparison: the models finished "
+            "different tasks.</p>" + _scores_tables(report, report.scores_all, report.overall_all, plot=False, notes_too=False))
+
+
+def _scores_tables(report: Report, scores: pl.DataFrame, overall_rows: pl.DataFrame, *, plot: bool = True, notes_too: bool = True) -> str:
     rows = []
-    for r in report.scores.iter_rows(named=True):
+    for r in scores.iter_rows(named=True):
         ci = "–" if r["ci_low"] is None else f"{pct(r['ci_low'])}–{pct(r['ci_high'])} ({r['ci_method']})"
         rows.append([shown(r), r["env"], r["metric"], pct(r["score"]), ci, r["n"], r["env_errors"], r["model_errors"], r["cancelled"],
                      r.get("settings") or AGENTBENCH_SETTINGS])
     table = _table(["model", "env", "metric", "score %", "95% CI", "n", "env_error", "model_error", "cancelled", "settings"], rows, left=3)
-    plot = interval_bars(
+    bars = interval_bars(
         [(f"{shown(r)} · {r['env']}", 100 * (r["score"] or 0.0), None if r["ci_low"] is None else 100 * r["ci_low"],
-          None if r["ci_high"] is None else 100 * r["ci_high"]) for r in report.scores.iter_rows(named=True) if r["n"]],
+          None if r["ci_high"] is None else 100 * r["ci_high"]) for r in scores.iter_rows(named=True) if r["n"]],
         "Score per model × environment with 95% interval",
-    )
+    ) if plot else ""
     overall = ""
-    if not report.overall.is_empty():
+    if not overall_rows.is_empty():
         overall = "<h3>Overall AgentBench score</h3>" + _table(
-            ["model", "which", "OA"], [[shown(r), r["label"], f"{r['oa']:.2f}"] for r in report.overall.iter_rows(named=True)]
+            ["model", "which", "OA"], [[shown(r), r["label"], f"{r['oa']:.2f}"] for r in overall_rows.iter_rows(named=True)]
         ) + ('<p class="note">OA = mean over the environments of score (%) / weight⁻¹ with the paper\'s weights⁻¹ '
              "OS 10.8, DB 13.0, KG 13.9, DCG 12.0, LTP 3.5, HH 13.0, WS 30.7, WB 11.6. A partial OA averages only the "
              "environments that were run and is not comparable with the paper's.</p>")
@@ -96,7 +110,9 @@ def _scores_section(report: Report) -> str:
             "Intervals: Wilson for 0/1 scores, percentile bootstrap (2000 resamples, fixed seed) otherwise.</p>")
     configured = "".join(f'<p class="deviations">{escape(line)}</p>'
                          for line in notes.config_lines(report.configs, report.pooled, whole=False))
-    return f"<h2>Scores</h2>{note}{configured}{_configurations(report)}{table}{plot}{overall}"
+    if not notes_too:
+        return f"{table}{overall}"
+    return f"{note}{configured}{_configurations(report)}{table}{bars}{overall}"
 
 
 def _configurations(report: Report) -> str:

@@ -13,7 +13,8 @@ touching the file the run holds. ``Results.refresh()`` picks up what was committ
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -160,6 +161,21 @@ class Results:
             return self.view(name)
         except ReportError:
             raise AttributeError(name) from None
+
+    @contextmanager
+    def narrowed(self, name: str, where: str) -> Iterator[Results]:
+        """Within the block, the view ``name`` holds only its rows for which ``where`` (SQL over its columns, which may
+        name this connection's temporary tables) holds, and so does every view built on it; frames read inside are
+        not kept. A temporary view of the same name shadows it (DuckDB looks in ``temp`` first; views bind by name
+        when queried)."""
+        database = self.con.execute("SELECT current_database()").fetchone()[0]  # type: ignore[index]
+        kept, self._cache = self._cache, {}
+        self.con.execute(f'CREATE TEMP VIEW "{name}" AS SELECT * FROM "{database}".main."{name}" WHERE {where}')
+        try:
+            yield self
+        finally:
+            self.con.execute(f'DROP VIEW temp.main."{name}"')
+            self._cache = kept
 
     # -- lifetime ------------------------------------------------------------------------------------
     def close(self) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 import polars as pl
 
 from . import behaviour, configs, failures, operations, repeats, run_settings, scores
+from .compared import ComparedOn, compared_on, on_common_tasks
 from .loading import Results
 from .operations import Prices
 
@@ -44,6 +45,11 @@ class Report:
     denominator: str = "paper"  # paper: every episode in n (infrastructure failures score 0); outcomes: the model's own
     limit_lines: list[str] | None = None  # operations.limit_lines: what each model's request limits paced to
     behaviour: pl.DataFrame | None = None  # behaviour.behaviour_table: loops among task-limit episodes, recovery after errors
+    # Models unevenly done (a run still going or interrupted): scores and overall above are over the tasks every compared
+    # model has finished (compared.py); these are each model's over every episode it finished. None when even.
+    compared: ComparedOn | None = None
+    scores_all: pl.DataFrame | None = None
+    overall_all: pl.DataFrame | None = None
 
     def deviation_groups(self) -> list[tuple[list[str], list[str]]]:
         """(run ids, "setting: value — not comparable ..." lines) per distinct set of deviations."""
@@ -64,6 +70,11 @@ class Report:
             "settings_differing_from_agentbench": _rows(self.deviations.drop("line")),
             "scores": _rows(self.scores.drop("wilson_low", "wilson_high")),
             "overall": _rows(self.overall),
+            "compared_on": self.compared.to_dict() if self.compared is not None else {"uneven": False, "line": None, "envs": []},
+            "every_finished_episode": {
+                "scores": _rows(self.scores_all.drop("wilson_low", "wilson_high")) if self.scores_all is not None else None,
+                "overall": _rows(self.overall_all) if self.overall_all is not None else None,
+            },
             "failure_classes": _rows(self.class_counts),
             "solved_not_completed": _rows(self.solved) if self.solved is not None else [],
             "paper_failure_table": {
@@ -106,7 +117,6 @@ def _rows(frame: pl.DataFrame) -> list[dict[str, Any]]:
 def build_report(res: Results, prices: Prices | None = None, denominator: str = "paper") -> Report:
     """Every table of the report; ``denominator`` (``paper``: every episode, infrastructure failures scored 0;
     ``outcomes``: the model's own outcomes only) decides the scores, OA, pass@k/pass^k and the run-to-run spread."""
-    env_scores = scores.env_scores(res, denominator)
     runs = res.sql(
         """
         SELECT r.run_id, r.created_at, r.command, r.version, r.finished_at, r.interrupted, r.source_file,
@@ -116,14 +126,30 @@ def build_report(res: Results, prices: Prices | None = None, denominator: str = 
     )
     deviations = run_settings.deviation_table(res)
     table = configs.config_table(res)
-    labelled = env_scores.join(run_settings.score_settings(res, deviations), on=["model", "env", "config_id"], how="left",
-                               maintain_order="left")
+    settings = run_settings.score_settings(res, deviations)
+    builtin = scores.builtin_envs(res)
+
+    def scored(env_scores: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+        labelled = env_scores.join(settings, on=["model", "env", "config_id"], how="left", maintain_order="left")
+        return (configs.with_labels(labelled, table),
+                configs.with_labels(scores.overall(env_scores, builtin), configs.overall_labels(table), keys=("model",)))
+
+    all_scores, all_overall = scored(scores.env_scores(res, denominator))
+    on = compared_on(res)
+    compared_scores, compared_overall, full = all_scores, all_overall, (None, None)
+    if on.uneven:  # the models are compared on the tasks every one of them has finished; their full numbers kept apart
+        with on_common_tasks(res, on):
+            compared_scores, compared_overall = scored(scores.env_scores(res, denominator))
+        full = (all_scores, all_overall)
     return Report(
         files=[str(p) for p in res.paths],
         runs=runs,
         deviations=deviations,
-        scores=configs.with_labels(labelled, table),
-        overall=configs.with_labels(scores.overall(env_scores, scores.builtin_envs(res)), configs.overall_labels(table), keys=("model",)),
+        scores=compared_scores,
+        overall=compared_overall,
+        compared=on if on.uneven else None,
+        scores_all=full[0],
+        overall_all=full[1],
         class_counts=configs.with_labels(failures.class_counts(res), table),
         paper=configs.with_labels(failures.paper_table(res), table),
         reasons=configs.with_labels(failures.top_reasons(res), table),

@@ -58,15 +58,16 @@ def _short(text: str | None, limit: int = 80) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-def scores_table(report: Report) -> Table:
+def scores_table(report: Report, rows: pl.DataFrame | None = None, title: str = "") -> Table:
+    """The scores per model x env (``rows``: another frame of the same columns, e.g. ``report.scores_all``)."""
     counted = ("every episode, infrastructure failures as failures (the paper's denominator)" if report.denominator == "paper"
                else "the model's own outcomes; infrastructure failures not counted")
-    table = Table(title=f"Scores (mean episode score, %; {counted})", title_justify="left")
+    table = Table(title=f"Scores (mean episode score, %; {counted}){title}", title_justify="left")
     infra_column = "infra (in n)" if report.denominator == "paper" else "infra excluded"
     for col, just in (("model", "left"), ("env", "left"), ("metric", "left"), ("score", "right"), ("95% CI", "right"),
                       ("n", "right"), (infra_column, "right"), ("settings", "left")):
         table.add_column(col, justify=just)  # type: ignore[arg-type]
-    for r in report.scores.iter_rows(named=True):
+    for r in (report.scores if rows is None else rows).iter_rows(named=True):
         infra = r["env_errors"] + r["model_errors"] + r["cancelled"]
         infra_text = "0" if infra == 0 else f"{infra} (env {r['env_errors']}, model {r['model_errors']}, cancelled {r['cancelled']})"
         ci = "–" if r["ci_low"] is None else f"{pct(r['ci_low'])}–{pct(r['ci_high'])} ({r['ci_method']})"
@@ -76,12 +77,12 @@ def scores_table(report: Report) -> Table:
     return table
 
 
-def overall_table(report: Report) -> Table:
-    table = Table(title="Overall AgentBench score (OA = mean of score% / weight⁻¹; paper weights)", title_justify="left")
+def overall_table(report: Report, rows: pl.DataFrame | None = None, title: str = "") -> Table:
+    table = Table(title=f"Overall AgentBench score (OA = mean of score% / weight⁻¹; paper weights){title}", title_justify="left")
     table.add_column("model")
     table.add_column("OA", justify="right")
     table.add_column("which")
-    for r in report.overall.iter_rows(named=True):
+    for r in (report.overall if rows is None else rows).iter_rows(named=True):
         table.add_row(_model(r), f"{r['oa']:.2f}", r["label"] if r["complete"] else f"[yellow]{r['label']}[/]")
     return table
 
@@ -382,9 +383,17 @@ def render(report: Report, console: Console) -> None:
         return
     for line in notes.config_lines(report.configs, report.pooled):
         console.print(f"[yellow]{escape(line)}[/]", highlight=False)
+    compared = report.compared.line() if report.compared is not None else None
+    if compared:
+        console.print(f"[bold yellow]{escape(compared)}[/]", highlight=False)
     print_table(console, scores_table(report))
     if not report.overall.is_empty():
         print_table(console, overall_table(report), keys=1)
+    if compared and report.scores_all is not None and report.overall_all is not None:
+        every = "all of each model's episodes, not compared: the models finished different tasks"
+        print_table(console, scores_table(report, report.scores_all, f" — {every}"))
+        if not report.overall_all.is_empty():
+            print_table(console, overall_table(report, report.overall_all, f" — {every}"), keys=1)
     classes, paper = classes_table(report), paper_table(report)
     short = _min_width(console, classes) > console.width  # narrow: short class names on purpose, with a legend
     print_table(console, classes_table(report, short=True) if short else classes)
@@ -429,6 +438,8 @@ def render_summary(report: Report, console: Console, path: str) -> None:
     for name in sorted(cells):
         table.add_row(escape(name), *[pct(cells[name].get(env), 0) if env in cells[name] else "" for env in envs],
                       oa.get(name, "–"))  # fmt: skip
+    if report.compared is not None and report.compared.line():
+        console.print(f"[yellow]{escape(report.compared.line() or '')}[/]", highlight=False)
     print_table(console, table, keys=1)
     if any("partial" in text for text in oa.values()):
         console.print("partial OA: over the environments played only (N/8); the paper's OA averages all eight", highlight=False)

@@ -75,6 +75,8 @@ def overview(data: q.Overview, files: Sequence[str]) -> Markup:
                       "apart (agentbench report --denominator outcomes leaves them out). 95% interval: Wilson for 0/1 scores, "
                       "percentile bootstrap (2,000 resamples, fixed seed) otherwise."))
     parts.append(_settings(data.deviations))
+    if data.compared:  # models unevenly done: compared on the tasks every one has finished
+        parts.append(element("p", data.compared, cls="warning", data_note="compared"))
     parts.append(table(["model · env", "metric", "score %", "95% CI", "n", "infra (in n)", "settings"], rows, left=2, test_id="scores"))
     parts.append(Markup(interval_bars(
         [(f"{shown(r)} · {r['env']}", 100 * (r["score"] or 0.0), None if r["ci_low"] is None else 100 * r["ci_low"],
@@ -87,6 +89,15 @@ def overview(data: q.Overview, files: Sequence[str]) -> Markup:
         parts.append(note("OA = mean over the environments of score (%) / weight⁻¹ with the paper's weights⁻¹ OS 10.8, DB 13.0, "
                           "KG 13.9, DCG 12.0, LTP 3.5, HH 13.0, WS 30.7, WB 11.6; a partial OA (not all eight environments) "
                           "is not comparable with the paper's."))
+    if data.scores_all is not None and data.overall_all is not None:
+        parts.append(element("h2", "Scores over all of each model's episodes"))
+        parts.append(note("Not a comparison: the models finished different tasks (the tables above compare them on the tasks "
+                          "every one has finished)."))
+        oa = {shown(r): f"{r['oa']:.2f}" for r in data.overall_all.iter_rows(named=True)}
+        parts.append(table(["model · env", "score %", "n", "infra (in n)", "OA of the model"],
+                           [[join([_model(r), f" · {r['env']}"]), percent(r["score"]), r["n"],
+                             r["env_errors"] + r["model_errors"] + r["cancelled"], oa.get(shown(r), "–")]
+                            for r in data.scores_all.iter_rows(named=True)], left=1, test_id="scores-all"))  # fmt: skip
     parts += [element("p", line, cls="warning", data_note="hint") for line in data.hints]
     if data.limits:  # requests/min, tokens/min and in flight as configured or learned from the server (as report)
         parts.append(element("h2", "Request limits"))

@@ -24,6 +24,7 @@ import polars as pl
 from ..analytics import behaviour as behaviour_mod
 from ..analytics import compare as compare_mod
 from ..analytics import configs, failures, notes, operations, scores
+from ..analytics.compared import compared_env_scores, compared_on, on_common_tasks
 from ..analytics.loading import ReportError, Results, load
 from ..analytics.commands import settings_difference
 from ..analytics.run_settings import deviation_groups, deviation_table, episode_differences, score_settings
@@ -80,6 +81,11 @@ class Overview:
     notes: list[str] = field(default_factory=list)  # analytics.notes: unfinished runs, configurations, solved episodes
     hints: list[str] = field(default_factory=list)  # operations.tool_call_hints
     limits: list[str] = field(default_factory=list)  # operations.limit_lines: what each model's request limits paced to
+    # models unevenly done: scores/overall above are on the tasks every one finished (analytics.compared); the line says
+    # so, and these are each model's over all its episodes (None when the models are even)
+    compared: str | None = None
+    scores_all: pl.DataFrame | None = None
+    overall_all: pl.DataFrame | None = None
 
 
 PENDING = "bootstrap: computing"
@@ -96,14 +102,14 @@ def overview(res: Results, source: Source) -> Overview:
         GROUP BY ALL ORDER BY r.created_at
         """
     )
-    env_scores = source.memo_ready(res, "scores", scores.env_scores)
-    pending = env_scores is None
-    if env_scores is None:  # bootstrap intervals of big non-0/1 cells take seconds: shown when ready
-        env_scores = res.env_scores.sort("model", "env", "config_id").with_columns(
-            pl.when(pl.col("is_binary") & (pl.col("n") > 0)).then(pl.col("wilson_low")).alias("ci_low"),
-            pl.when(pl.col("is_binary") & (pl.col("n") > 0)).then(pl.col("wilson_high")).alias("ci_high"),
-            pl.when(pl.col("n") == 0).then(None).when(pl.col("is_binary")).then(pl.lit("wilson")).otherwise(pl.lit(PENDING))
-            .alias("ci_method"))
+    env_scores, pending = _scores_now(res, source, "scores", scores.env_scores)
+    on = compared_on(res)
+    every: pl.DataFrame | None = None
+    if on.uneven:  # compared on the tasks every model has finished; each model's over all its episodes kept apart
+        every = env_scores
+        with on_common_tasks(res, on):
+            env_scores, pending_compared = _scores_now(res, source, "compared scores", compared_env_scores)
+        pending = pending or pending_compared
     table = deviation_table(res)
     env_scores = env_scores.join(score_settings(res, table), on=["model", "env", "config_id"], how="left", maintain_order="left")
     groups = deviation_groups(table, runs["run_id"].to_list())
@@ -112,9 +118,32 @@ def overview(res: Results, source: Source) -> Overview:
     runs = runs.join(states.select("run_id", "state", "live", "last_activity"), on="run_id", how="left", maintain_order="left")
     lines = [*notes.run_state_lines(states, res.resume_work), *notes.config_lines(found, res.pooled),
              *notes.solved_lines(configs.with_labels(failures.solved_notes(res), found))]
-    overall = configs.with_labels(scores.overall(env_scores, scores.builtin_envs(res)), configs.overall_labels(found), keys=("model",))
-    return Overview(runs, configs.with_labels(env_scores, found), overall, [str(p) for p in res.live_files], pending, groups, lines,
-                    [*operations.tool_call_hints(res), *operations.waiting_hints(res)], operations.limit_lines(res))
+    builtin = scores.builtin_envs(res)
+
+    def labelled(env_scores: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+        overall = configs.with_labels(scores.overall(env_scores, builtin), configs.overall_labels(found), keys=("model",))
+        return configs.with_labels(env_scores, found), overall
+
+    shown_scores, overall = labelled(env_scores)
+    scores_all, overall_all = labelled(every.join(score_settings(res, table), on=["model", "env", "config_id"], how="left",
+                                                  maintain_order="left")) if every is not None else (None, None)
+    return Overview(runs, shown_scores, overall, [str(p) for p in res.live_files], pending, groups, lines,
+                    [*operations.tool_call_hints(res), *operations.waiting_hints(res)], operations.limit_lines(res),
+                    on.line(), scores_all, overall_all)
+
+
+def _scores_now(res: Results, source: Source, name: str, compute: Callable[[Results], pl.DataFrame]) -> tuple[pl.DataFrame, bool]:
+    """``compute(res)`` (scores with intervals) if memoised, else the view's scores with their Wilson intervals and the
+    bootstrap ones pending (computed meanwhile); and whether they are pending."""
+    env_scores = source.memo_ready(res, name, compute)
+    if env_scores is not None:
+        return env_scores, False
+    # bootstrap intervals of big non-0/1 cells take seconds: shown when ready
+    return res.env_scores.sort("model", "env", "config_id").with_columns(
+        pl.when(pl.col("is_binary") & (pl.col("n") > 0)).then(pl.col("wilson_low")).alias("ci_low"),
+        pl.when(pl.col("is_binary") & (pl.col("n") > 0)).then(pl.col("wilson_high")).alias("ci_high"),
+        pl.when(pl.col("n") == 0).then(None).when(pl.col("is_binary")).then(pl.lit("wilson")).otherwise(pl.lit(PENDING))
+        .alias("ci_method")), True
 
 
 # -- failures -------------------------------------------------------------------------------------
