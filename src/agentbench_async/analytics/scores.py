@@ -50,21 +50,18 @@ def env_scores(res: Results, denominator: str = "paper") -> pl.DataFrame:
 
 def builtin_envs(res: Results) -> dict[tuple[str, str], set[str]]:
     """(model, config_id) -> the environments that played built-in suites in a configuration whose other environments
-    played AgentBench's tasks (``--env all --data-dir`` with built-in fallbacks). A run without any official task is
-    named as such above the scores (the ``data`` deviation); a mixed one would otherwise show a plain OA."""
-    if "source" not in res.episodes.columns:
-        return {}
-    rows = res.episodes.select("model", "config_id", "env", "source").unique()
-    sources: dict[tuple[str, str], dict[str, set[str]]] = {}
-    for r in rows.iter_rows(named=True):
-        sources.setdefault((r["model"], r["config_id"]), {}).setdefault(str(r["source"]), set()).add(r["env"])
-    return {key: by["builtin"] for key, by in sources.items() if by.get("builtin") and set(by) - {"builtin"}}
+    played AgentBench's tasks (``--env all --data-dir`` with built-in fallbacks): the ``builtin_fallbacks`` view. A run
+    without any official task is named as such above the scores (the ``data`` deviation)."""
+    out: dict[tuple[str, str], set[str]] = {}
+    for r in res.builtin_fallbacks.iter_rows(named=True):
+        out.setdefault((r["model"], r["config_id"]), set()).add(r["env"])
+    return out
 
 
 def overall(scores: pl.DataFrame, builtin: dict[tuple[str, str], set[str]] | None = None) -> pl.DataFrame:
     """OA per model and configuration from an ``env_scores`` frame (scores 0..1): complete (all eight environments)
-    or partial. ``builtin`` (``builtin_envs``): environments that played built-in suites; the label names them (such
-    an OA is not the paper's, even with all eight run).
+    or partial. ``builtin`` (``builtin_envs``): environments that played built-in suites; ``builtin_suites`` and the
+    label name them (such an OA is not the paper's, even with all eight run), as the ``overall_score`` view does.
 
     Environments outside AgentBench's eight (e.g. the ``echo`` self-test) are not in OA.
     """
@@ -79,10 +76,12 @@ def overall(scores: pl.DataFrame, builtin: dict[tuple[str, str], set[str]] | Non
         envs = [ABBREV[e] for e in WEIGHT_INV if e in per_env]
         label = "OA" if complete else f"OA (partial: {len(envs)} of 8 environments: {', '.join(envs)})"
         own = [ABBREV[e] for e in WEIGHT_INV if e in per_env and e in (builtin or {}).get((model, config_id), set())]
-        if own:
-            names = ", ".join(own)
+        names = ", ".join(own) or None
+        if names:
             label = (f"OA (not the paper's: built-in suites for {names})" if complete
                      else f"{label[:-1]}; built-in suites, not the paper's tasks: {names})")
-        rows.append({"model": model, "oa": oa, "complete": complete, "envs_run": len(envs), "label": label, "config_id": config_id})
-    schema = {"model": pl.Utf8, "oa": pl.Float64, "complete": pl.Boolean, "envs_run": pl.Int64, "label": pl.Utf8, "config_id": pl.Utf8}
+        rows.append({"model": model, "oa": oa, "complete": complete, "envs_run": len(envs), "label": label, "builtin_suites": names,
+                     "config_id": config_id})
+    schema = {"model": pl.Utf8, "oa": pl.Float64, "complete": pl.Boolean, "envs_run": pl.Int64, "label": pl.Utf8,
+              "builtin_suites": pl.Utf8, "config_id": pl.Utf8}
     return pl.DataFrame(rows, schema=schema)

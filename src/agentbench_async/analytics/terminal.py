@@ -83,7 +83,7 @@ def overall_table(report: Report, rows: pl.DataFrame | None = None, title: str =
     table.add_column("OA", justify="right")
     table.add_column("which")
     for r in (report.overall if rows is None else rows).iter_rows(named=True):
-        table.add_row(_model(r), f"{r['oa']:.2f}", r["label"] if r["complete"] else f"[yellow]{r['label']}[/]")
+        table.add_row(_model(r), f"{r['oa']:.2f}", r["label"] if r["label"] == "OA" else f"[yellow]{escape(r['label'])}[/]")
     return table
 
 
@@ -425,8 +425,8 @@ def render_summary(report: Report, console: Console, path: str) -> None:
         console.print("no finished episodes yet")
         return
     envs = sorted(report.scores["env"].unique().to_list())
-    oa = {shown(r): f"{r['oa']:.2f}" if r["complete"] else f"{r['oa']:.2f} partial ({r['envs_run']}/8)"
-          for r in report.overall.iter_rows(named=True)}  # fmt: skip
+    oa = {shown(r): (f"{r['oa']:.2f}" if r["complete"] else f"{r['oa']:.2f} partial ({r['envs_run']}/8)")
+          + (f", built-in {r['builtin_suites']}" if r.get("builtin_suites") else "") for r in report.overall.iter_rows(named=True)}  # fmt: skip
     table = Table(title="Scores (%) per model and environment, and the overall AgentBench score (OA)", title_justify="left")
     table.add_column("model")
     for env in envs:
@@ -443,6 +443,9 @@ def render_summary(report: Report, console: Console, path: str) -> None:
     print_table(console, table, keys=1)
     if any("partial" in text for text in oa.values()):
         console.print("partial OA: over the environments played only (N/8); the paper's OA averages all eight", highlight=False)
+    if any("built-in" in text for text in oa.values()):
+        console.print("built-in ENVS: those environments played the project's built-in suites, not AgentBench's tasks: "
+                      "not the paper's OA", highlight=False)
     for line in notes.config_lines(report.configs, report.pooled):
         console.print(f"[yellow]{escape(line)}[/]", highlight=False)
     console.print("[bold]Most common failure classes[/] (episodes, share of the model's episodes)", highlight=False)
