@@ -30,6 +30,11 @@ Speed (same texts, same commands, checked by the tests against a plain TextWorld
   derivation writes its context into the symbols);
 * ``load`` builds the game's planner state and the first ``reset`` builds the same state again; the first
   reset after a load reuses the one just built;
+* every live game needs its own copy of fast-downward's library, and TextWorld's ``load_lib`` copies the library's
+  file (33.8 MB, 97% of it debugging sections the loader never reads) to a temporary file for each one (10 ms of
+  CPU and 33.8 MB written to disk for each library a worker loads: as many as its games live at once). The copies
+  are made from the library's loadable part only (its program's segments, 1.1 MB, written once per worker into
+  memory), so the code and data each game's planner runs are byte for byte the same;
 * building a planner state translates the PDDL problem twice: once as the game's state, once optimised
   for the planner's replanning, which serves only expert plans (``policy_commands``, a missing
   ``walkthrough``) — never requested here. The replanning slot gets the first translation instead (still a
@@ -48,6 +53,7 @@ import hashlib
 import json
 import os
 import pickle
+import struct
 import sys
 import zlib
 from collections.abc import Callable
@@ -157,6 +163,46 @@ def _keep_translations(kept: _Kept) -> None:
 
     once.once = True  # type: ignore[attr-defined]
     fast_downward.pddl2sas = once
+
+
+def _loadable_library_copies() -> None:
+    """fast-downward's ``load_lib`` copies its library's file for each game: make it copy the file's loadable part (up to
+    the end of the last segment its program headers map, without section headers), written once into this process's
+    memory. Left as it is when the file is not a 64-bit little-endian ELF shared object or memory files are missing."""
+    from fast_downward import interface
+
+    source = str(interface.DOWNWARD_LIB_PATH)
+    if source.startswith("/proc/self/fd/"):
+        return
+    try:
+        image = _loadable_part(Path(source).read_bytes())
+        if image is None:
+            return
+        fd = os.memfd_create("libdownward.so")  # not inherited by children; kept open for the process's life
+        with open(fd, "wb", closefd=False) as handle:
+            handle.write(image)
+    except (OSError, AttributeError):  # no memfd_create (not Linux): the whole file is copied, as TextWorld does
+        return
+    interface.DOWNWARD_LIB_PATH = f"/proc/self/fd/{fd}"
+
+
+def _loadable_part(data: bytes) -> bytes | None:
+    """An ELF64 little-endian shared object cut after the last byte its program headers map, its section headers
+    dropped (the dynamic loader reads program headers only); None for anything else."""
+    if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1 or len(data) < 64:
+        return None
+    (phoff,) = struct.unpack_from("<Q", data, 0x20)
+    phentsize, phnum = struct.unpack_from("<HH", data, 0x36)
+    end = phoff + phentsize * phnum
+    for i in range(phnum):
+        p_offset, p_filesz = struct.unpack_from("<Q", data, phoff + i * phentsize + 8)[0], struct.unpack_from("<Q", data, phoff + i * phentsize + 32)[0]
+        end = max(end, p_offset + p_filesz)
+    if end > len(data):
+        return None
+    image = bytearray(data[:end])
+    struct.pack_into("<Q", image, 0x28, 0)  # e_shoff: no section headers
+    struct.pack_into("<HH", image, 0x3C, 0, 0)  # e_shnum, e_shstrndx
+    return bytes(image)
 
 
 def _memoise_template_parses() -> None:
@@ -306,6 +352,7 @@ class _Host:
         _light_derivations()
         _sorted_facts()
         _keep_translations(kept)
+        _loadable_library_copies()
         self.kept = kept
         host = self
         build_state = pddl_logic.PddlState
