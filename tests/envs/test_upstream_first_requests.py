@@ -278,3 +278,66 @@ async def test_os_episode_in_upstreams_wording_stores_upstreams_opening_and_the_
     opening = [{"role": r.role, "content": r.content} for r in record.turns if r.turn == 0]
     assert opening == await asyncio.to_thread(render, official_data_dir, task.data["description"])  # upstream's code runs its own loop
     assert record.outcome.status == "completed" and record.score == 1.0, record.outcome
+
+
+def test_ltp_chinese_puzzles_get_upstreams_english_wording_by_default(official_data_dir: Path) -> None:
+    """v0.2's start_sample uses ENPrompter for every puzzle set (``prompter = ENPrompter()  # TODO: change this``): the
+    Chinese puzzles' first requests are its English rendering, unless the option asks for ZHPrompter (a deviation)."""
+    from agentbench_async.envs.ltp.session import LTPSession
+    from agentbench_async.settings import deviations
+
+    env = make_env("ltp", data_dir=official_data_dir, options={"language": "zh"})
+    tasks = list(env.tasks("test"))
+    assert tasks and all(t.data["prompter"] == "en" for t in tasks)
+    question = "他以前认识那个女人吗？"
+    for task in tasks:
+        session = LTPSession(task, EpisodeContext(episode_id="t", action_mode="text"), None, env.prompter(task.data["prompter"]), 25)  # type: ignore[arg-type]
+        player, host = _ltp_upstream(official_data_dir, task.data, question)
+        assert asyncio.run(session.begin()) == player, task.task_id
+        assert session._answer_messages(question) == host, task.task_id
+    chinese = make_env("ltp", data_dir=official_data_dir, options={"language": "zh", "prompter": "zh"})
+    task = next(iter(chinese.tasks("test")))
+    upstream = load_upstream(upstream_path(official_data_dir, V02, "src/server/tasks/ltp/task.py"), "ltp_v02").ZHPrompter()
+    assert chinese.prompter(task.data["prompter"]).player_intro.format(story=task.data["story"]) == upstream.solver_instruction(task.data["story"])
+    config = {"envs": ["ltp"], "data_dir": str(official_data_dir), "env_options": {"ltp": {"language": "zh", "prompter": "zh"}}}
+    assert [d.line() for d in deviations(config) if d.setting == "ltp.prompter"] == ["ltp.prompter: zh — not comparable to the paper (AgentBench v0.2: en)"]
+    config["env_options"] = {"ltp": {"language": "zh"}}
+    assert not [d for d in deviations(config) if d.setting == "ltp.prompter"]
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_ltp_invalid_questions_and_yes_no_answers_are_upstreams_tests(official_data_dir: Path, language: str) -> None:
+    """The phrases that make a question invalid and the beginnings of a yes/no answer are read from check_solver_valid,
+    check_yes and check_no: the same verdicts as upstream's methods (ZHPrompter's are 感谢/谢谢/再见 and 是, 不是/否)."""
+    module = load_upstream(upstream_path(official_data_dir, V02, "src/server/tasks/ltp/task.py"), "ltp_v02")
+    upstream = (module.ENPrompter if language == "en" else module.ZHPrompter)()
+    ours = make_env("ltp", data_dir=official_data_dir).prompter(language)
+    questions = ["Can we play a new game?", "Great job!", "Was he alone?", "Any further question?", "谢谢你", "再见", "我们换个游戏吧",
+                 "新游戏", "他是医生吗？", "感谢"]  # fmt: skip
+    for q in questions:
+        assert (not any(phrase in q for phrase in ours.invalid_phrases)) == upstream.check_solver_valid(q), q
+    for answer in ["Yes.", "yes", "No.", "no", "Irrelevant.", "是。", "不是。", "否", "无关", "  Yes", "YES"]:
+        assert answer.strip().startswith(ours.yes_prefixes) == upstream.check_yes(answer), answer
+        assert answer.strip().startswith(ours.no_prefixes) == upstream.check_no(answer), answer
+    if language == "zh":
+        assert ours.invalid_phrases == ("感谢", "谢谢", "再见") and ours.yes_prefixes == ("是",)
+
+
+def test_ltp_a_changed_validity_check_is_named(official_data_dir: Path, tmp_path: Path) -> None:
+    from agentbench_async.envs.ltp.prompts import load_prompter
+
+    source = upstream_path(official_data_dir, V02, "src/server/tasks/ltp/task.py").read_text(encoding="utf-8")
+    copy = upstream_path(tmp_path, V02, "src/server/tasks/ltp/task.py")
+    copy.parent.mkdir(parents=True)
+    copy.write_text(source.replace('return not ("感谢" in solver', 'return ("感谢" in solver'), encoding="utf-8")
+    assert load_prompter(tmp_path, "en").invalid_phrases[0] == "new story"
+    with pytest.raises(TaskFileError, match="ZHPrompter.check_solver_valid"):
+        load_prompter(tmp_path, "zh")
+
+
+async def test_ltp_mock_oracle_solves_a_chinese_puzzle_in_upstreams_english_wording(official_data_dir: Path) -> None:
+    env = make_env("ltp", data_dir=official_data_dir, options={"language": "zh"})
+    task = next(iter(env.tasks("test")))
+    record = await play(env, task, "oracle")
+    assert record.turns[0].content.startswith("You are a game player") and task.data["story"] in record.turns[0].content
+    assert record.score == 1.0 and record.details["language"] == "zh" and record.details["prompter"] == "en", record.details

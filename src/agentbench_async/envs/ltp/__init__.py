@@ -6,6 +6,8 @@ answer keys the player has uncovered. Score = game progress (share of answer key
 
 Options (``Environment(options=...)``, from ``--env-option``/config):
     ``language``: ``en`` (default) or ``zh`` (the Chinese official set, ``lateralthinkingpuzzle_zh``);
+    ``prompter``: the wording the player and the host get, ``en`` (default: v0.2's start_sample uses ENPrompter for
+        every puzzle set, the Chinese one too) or ``zh`` (ZHPrompter's Chinese wording: the deviation ``ltp.prompter``);
     ``rounds``: questions per game (default 25, as the paper);
     ``overlap``: the host's calls after its answer run beside the player's next turn (default true; see session.py).
 """
@@ -37,9 +39,11 @@ class LTPEnvironment(Environment):
     needs_judge: ClassVar[bool] = True
     task_file_format: ClassVar[str] = ("an AgentBench LTP workbook (.xlsx, columns story | answer | story keys | answer keys, as "
                                        "data/lateralthinkingpuzzle/dev.xlsx) or JSONL as the built-in suite's (.jsonl)")
-    result_options: ClassVar[dict[str, Any]] = {"rounds": DEFAULT_ROUNDS, "language": "en"}
+    result_options: ClassVar[dict[str, Any]] = {"rounds": DEFAULT_ROUNDS, "language": "en", "prompter": "en"}
     option_specs: ClassVar[dict[str, Option]] = {
         "language": Option("choice", "the official English or Chinese puzzles", choices=tuple(PROMPTERS)),
+        "prompter": Option("choice", "the wording of the player's and the host's prompts; AgentBench v0.2 uses English (ENPrompter) "
+                           "for the Chinese puzzles too", choices=tuple(PROMPTERS)),
         "rounds": Option("int", "questions per game; AgentBench uses 25"),
         "overlap": Option("bool", "the host's restating, merging and key comparisons beside the player's next turn (same calls "
                           "and results, about half the time); false: one call after another"),
@@ -57,7 +61,8 @@ class LTPEnvironment(Environment):
                           "upstream's (ENPrompter/ZHPrompter), read from --data-dir", "prompt wording differs", envs=("ltp",))]  # fmt: skip
 
     def prompter(self, language: str) -> Prompter:
-        """The wording of a ``language`` game: upstream's with ``--data-dir`` (read once), else the project's own."""
+        """The wording in ``language`` (the ``prompter`` option, not the puzzles' language): upstream's ENPrompter or
+        ZHPrompter with ``--data-dir`` (read once), else the project's own."""
         if self.data_dir is None:
             return PROMPTERS.get(language, PROMPTERS["en"])
         if language not in self._prompters:
@@ -67,6 +72,7 @@ class LTPEnvironment(Environment):
     def __init__(self, *, data_dir: Path | None = None, options: dict[str, Any] | None = None) -> None:
         super().__init__(data_dir=data_dir, options=options)
         self.language: str = self.option("language", "en")
+        self.wording: str = self.option("prompter", "en")  # v0.2: ENPrompter whatever the puzzles' language
         self.rounds: int = self.option("rounds", DEFAULT_ROUNDS)
         # The engine's turn cap follows the configured number of rounds.
         self.max_turns = self.rounds  # type: ignore[misc]
@@ -86,7 +92,7 @@ class LTPEnvironment(Environment):
             if self.data_dir is not None:
                 self._cache[split] = load_official(official_path(self.data_dir, self.language, split))
                 if upstream_path(self.data_dir, V02, UPSTREAM_TASK).is_file():  # read with the tasks: the mock judge
-                    self.prompter(self.language)  # (serve-mock --data-dir) learns upstream's lead-ins; missing: missing_data says so
+                    self.prompter(self.wording)  # (serve-mock --data-dir) learns upstream's lead-ins; missing: missing_data says so
             else:
                 if self.language != "en":
                     raise ConfigError("ltp: the built-in puzzles are English; language=zh needs --data-dir with the official lateralthinkingpuzzle_zh/ files")
@@ -97,7 +103,7 @@ class LTPEnvironment(Environment):
     def read_task_file(cls, path: Path, split: str, options: Mapping[str, Any]) -> Iterator[Task]:
         records = load_builtin(path) if path.suffix == ".jsonl" else load_official(path)
         for record in records:
-            data = {**record, "language": str(options.get("language") or "en")}
+            data = {**record, "language": str(options.get("language") or "en"), "prompter": str(options.get("prompter") or "en")}
             yield Task(env=cls.name, split=split, task_id=f"custom-{record.get('id') or record['index']}", data=data, source="custom")
 
     def tasks(self, split: str) -> Iterator[Task]:
@@ -108,16 +114,16 @@ class LTPEnvironment(Environment):
         records, source = self._records(split)
         for record in records:
             task_id = record.get("id") or str(record["index"])  # official: the row index, as upstream
-            data = {**record, "language": self.language}
+            data = {**record, "language": self.language, "prompter": self.wording}
             yield Task(env=self.name, split=split, task_id=task_id, data=data, source=source)
 
     async def open_session(self, task: Task, ctx: EpisodeContext) -> Session:
         if ctx.action_mode == "tools":
             raise ConfigError("ltp has no tools mode (AgentBench FC defines no LTP tools); use --action-mode text")
         judge = require_judge(ctx)
-        language = str(task.data.get("language", self.language))
+        wording = str(task.data.get("prompter", self.wording))
         rounds = self.option_specs["rounds"].read(self.name, "rounds", ctx.options.get("rounds", self.rounds)) if ctx.options else self.rounds
-        return LTPSession(task, ctx, judge, self.prompter(language), rounds, overlap=self.option("overlap", True))
+        return LTPSession(task, ctx, judge, self.prompter(wording), rounds, overlap=self.option("overlap", True))
 
 
 __all__ = ["DEFAULT_ROUNDS", "LTPEnvironment"]

@@ -39,7 +39,14 @@ _ZH_NEGATION = "并非"
 
 
 def _prompter(req: PolicyRequest) -> Prompter:
-    return PROMPTERS.get(str(req.task.data.get("language", "en")), EN)
+    """The project's prompter in the wording the task is played in (the ``prompter`` option; older tasks: their language)."""
+    data = req.task.data
+    return PROMPTERS.get(str(data.get("prompter", data.get("language", "en"))), EN)
+
+
+def _language(req: PolicyRequest) -> str:
+    """The puzzles' language (words are compared in it: characters for Chinese, whatever the wording)."""
+    return str(req.task.data.get("language", "en"))
 
 
 def _tokens(text: str, language: str) -> set[str]:
@@ -65,8 +72,8 @@ def _body(question: str, language: str) -> str:
 def _judge_answer(req: PolicyRequest, p: Prompter) -> str:
     language = p.language
     question = (req.messages[-1].get("content") or "").removesuffix(p.answer_instruction)
-    asked = _tokens(_body(question, language), language)
-    truth = _tokens(req.task.data["truth"] + "\n" + req.task.data["answer_keys"], language)
+    asked = _tokens(_body(question, language), _language(req))
+    truth = _tokens(req.task.data["truth"] + "\n" + req.task.data["answer_keys"], _language(req))
     share = len(asked & truth) / len(asked) if asked else 0.0
     if share >= 0.75:
         return "是。" if language == "zh" else "Yes."
@@ -89,7 +96,7 @@ def _label(template: str, field: str) -> str:
     return template.split("{" + field + "}")[0].rsplit("\n", 1)[-1]
 
 
-def _compare(content: str, p: Prompter) -> str:
+def _compare(content: str, p: Prompter, language: str) -> str:
     key = re.search(f"^{re.escape(_label(p.compare, 'key'))}(.*)", content, re.M)
     merged = re.search(f"^{re.escape(_label(p.compare, 'merged'))}(.*)", content, re.M | re.S)
     if p.language == "zh":
@@ -98,8 +105,8 @@ def _compare(content: str, p: Prompter) -> str:
     else:
         sentences = re.split(r"(?<=[.!?])\s+", merged.group(1) if merged else "")
         kept = " ".join(s for s in sentences if not s.startswith(_EN_NEGATION))
-    wanted = _tokens(key.group(1) if key else "", p.language)
-    covered = len(wanted & _tokens(kept, p.language)) / len(wanted) if wanted else 0.0
+    wanted = _tokens(key.group(1) if key else "", language)
+    covered = len(wanted & _tokens(kept, language)) / len(wanted) if wanted else 0.0
     if covered >= 0.8:
         return "是" if p.language == "zh" else "Yes"
     return "不是" if p.language == "zh" else "No"
@@ -108,8 +115,9 @@ def _compare(content: str, p: Prompter) -> str:
 def judge(req: PolicyRequest) -> PolicyReply:
     first = req.messages[0].get("content") or "" if req.messages else ""
     text = first.partition("\n")[2]
-    # the project's wording or upstream's (read from --data-dir in this process): each knows its own lead-ins
-    for p in known_prompters(str(req.task.data.get("language", "en"))):
+    # the project's wording or upstream's (read from --data-dir in this process), in either language (v0.2 hosts the
+    # Chinese puzzles in English): each knows its own lead-ins
+    for p in known_prompters():
         if len(req.messages) > 1 and first.startswith(p.host_intro.split("{")[0][:40]):
             return PolicyReply(content=_judge_answer(req, p))
         if first.startswith(p.restate_no + "\n"):
@@ -119,7 +127,7 @@ def judge(req: PolicyRequest) -> PolicyReply:
         if first.startswith(p.merge + "\n"):
             return PolicyReply(content=text.strip())
         if first.startswith(p.compare.split("\n")[0]):
-            return PolicyReply(content=_compare(first, p))
+            return PolicyReply(content=_compare(first, p, _language(req)))
     return PolicyReply(content="Irrelevant.")
 
 
@@ -134,8 +142,9 @@ _ZH_FORMS = ("是不是{k}？", "根据汤底，是不是{k}？", "根据汤底�
 
 
 def _defuse(text: str, p: Prompter) -> str:
-    """Keep a key's words but break any invalid phrase it contains ("new game" -> "new  game")."""
-    for phrase in p.invalid_phrases:
+    """Keep a key's words but break any invalid phrase it contains ("new game" -> "new  game"), the project's and
+    upstream's (read in this process) of the wording."""
+    for phrase in dict.fromkeys(ph for q in known_prompters() if q.language == p.language for ph in q.invalid_phrases):
         if phrase in text:
             text = text.replace(phrase, phrase.replace(" ", "  ") if " " in phrase else " ".join(phrase))
     return text
@@ -160,9 +169,10 @@ def _plan(req: PolicyRequest) -> list[str]:
 
 
 @functools.lru_cache(maxsize=4096)
-def _questions(answer_keys: str, story_keys: str, language: str) -> tuple[str, ...]:
-    """The oracle's questions for a puzzle, one per answer key (cached: the same for every round)."""
-    p = PROMPTERS[language]
+def _questions(answer_keys: str, story_keys: str, wording: str) -> tuple[str, ...]:
+    """The oracle's questions for a puzzle, one per answer key, phrased in the game's wording (cached: the same for
+    every round)."""
+    p = PROMPTERS[wording]
     stories = key_lines(story_keys)
     return tuple(oracle_question(k, stories, p) for k in key_lines(answer_keys))
 
@@ -185,7 +195,8 @@ def weak(req: PolicyRequest) -> PolicyReply:
     """One failure mode per task (from the task id), so a suite shows every status ltp can end with."""
     mode = WEAK_MODES[stable_choice(req.task.task_id, len(WEAK_MODES))]
     if mode == "abort":  # invalid questions: the third one ends the game (completed, progress 0)
-        return PolicyReply(content="Great job! Can we play a new game now?")
+        # (invalid in the project's wording and in upstream's: ZHPrompter's phrases are 感谢/谢谢/再见)
+        return PolicyReply(content="Great job! Can we play a new game now?" if _prompter(req).language == "en" else "Great job! 谢谢，再见！")
     if mode == "context_length":  # one key uncovered, then the provider's context-window error:
         # context_limit_exceeded with the progress made so far (as upstream)
         return PolicyReply(content=_plan(req)[0]) if req.turn == 0 else PolicyReply(fail="context_length")

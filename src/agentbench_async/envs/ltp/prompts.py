@@ -3,17 +3,20 @@
 The structure follows AgentBench v0.2 (see ``docs/envs/ltp.md``). With ``--data-dir`` the wording is upstream's own,
 read from ``upstream-prompts/v0.2/src/server/tasks/ltp/task.py`` (``ENPrompter``/``ZHPrompter``, whose methods are
 evaluated from their source, nothing run: ``load_prompter``); without it (``EN``/``ZH``) it is this project's own
-(the deviation ``ltp.prompts``). The judge requests start with fixed lead-ins (``restate_yes``, ``restate_no``,
-``merge``, ``compare`` and the host primer) so the built-in mock judge can tell the request types apart; a prompter
-read from upstream's file is registered (``known_prompters``) so the mock judge knows its lead-ins too.
+(the deviation ``ltp.prompts``), and so are the phrases that make a question invalid and the beginnings of a yes or
+no answer (upstream's ``check_solver_valid``, ``check_yes``, ``check_no``). The judge requests start with fixed
+lead-ins (``restate_yes``, ``restate_no``, ``merge``, ``compare`` and the host primer) so the built-in mock judge can
+tell the request types apart; a prompter read from upstream's file is registered (``known_prompters``) so the mock
+judge knows its lead-ins too.
 """
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ..upstream_prompts import V02, upstream_source
+from ..upstream_prompts import V02, UpstreamSource, upstream_source
 
 
 @dataclass(frozen=True)
@@ -37,6 +40,8 @@ class Prompter:
     merge: str
     compare: str  # "{key}", "{merged}"
     invalid_phrases: tuple[str, ...]  # case-sensitive substrings that make a message an invalid question
+    yes_prefixes: tuple[str, ...]  # a host reply (stripped) starting with one of these is a yes
+    no_prefixes: tuple[str, ...]  # ... a no
 
 
 _EN_INVALID = (
@@ -132,6 +137,8 @@ EN = Prompter(
         "Sentence 2: {merged}"
     ),
     invalid_phrases=_EN_INVALID,
+    yes_prefixes=("Yes", "yes"),
+    no_prefixes=("No", "no"),
 )
 
 ZH = Prompter(
@@ -189,13 +196,11 @@ ZH = Prompter(
         "句子2：{merged}"
     ),
     invalid_phrases=_EN_INVALID + ("新故事", "换个故事", "新游戏", "换个游戏", "新问题", "下一题", "新一轮", "下一轮"),
+    yes_prefixes=("Yes", "yes", "是"),
+    no_prefixes=("No", "no", "不是", "否"),
 )
 
 PROMPTERS: dict[str, Prompter] = {"en": EN, "zh": ZH}
-
-# How a host reply is classified (after strip): upstream tests startswith("Yes"/"yes") and ("No"/"no").
-YES_PREFIXES: dict[str, tuple[str, ...]] = {"en": ("Yes", "yes"), "zh": ("Yes", "yes", "是")}
-NO_PREFIXES: dict[str, tuple[str, ...]] = {"en": ("No", "no"), "zh": ("No", "no", "不是", "否")}
 
 
 UPSTREAM_TASK = "src/server/tasks/ltp/task.py"  # v0.2's ENPrompter / ZHPrompter and LateralThinkingPuzzle
@@ -215,10 +220,36 @@ def _template(text: str, *names: str) -> str:
     return out
 
 
+def _tested(source: UpstreamSource, method: str, test: str) -> tuple[str, ...]:
+    """The strings a predicate method of upstream's tests its parameter against, in source order: ``"x" in p`` terms of
+    ``not (... or ...)`` (``test`` "in": check_solver_valid) or ``p.startswith("x")`` terms of ``... or ...``
+    ("startswith": check_yes/check_no). Another shape is a TaskFileError naming the file and the method."""
+    returns = [n for n in ast.walk(source.function(method)) if isinstance(n, ast.Return) and n.value is not None]
+    node = returns[0].value if len(returns) == 1 else None
+    if test == "in":
+        node = node.operand if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not) else None
+    terms = node.values if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or) else [node] if node else []
+    out = []
+    for term in terms:
+        if test == "in" and isinstance(term, ast.Compare) and [type(op) for op in term.ops] == [ast.In]:
+            value = term.left
+        elif test == "startswith" and isinstance(term, ast.Call) and isinstance(term.func, ast.Attribute) \
+                and term.func.attr == "startswith" and len(term.args) == 1 and not term.keywords:  # fmt: skip
+            value = term.args[0]
+        else:
+            value = None
+        if not (isinstance(value, ast.Constant) and isinstance(value.value, str)):
+            raise source.error(f"{method} is not the {test} test of strings this reader knows")
+        out.append(value.value)
+    if not out:
+        raise source.error(f"{method} is not the {test} test of strings this reader knows")
+    return tuple(out)
+
+
 def load_prompter(data_dir: Path, language: str) -> Prompter:
-    """Upstream's wording for ``language``, read from v0.2's ltp/task.py under ``data_dir``; a missing or changed
-    file is a one-line TaskFileError naming it. (v0.2's start_sample used ENPrompter for every puzzle set; the
-    Chinese set here gets ZHPrompter, the file's Chinese wording.)"""
+    """Upstream's wording in ``language`` (``en``: ENPrompter, ``zh``: ZHPrompter), read from v0.2's ltp/task.py under
+    ``data_dir``; a missing or changed file is a one-line TaskFileError naming it. Which one plays is the ``prompter``
+    option: v0.2's start_sample used ENPrompter for every puzzle set, so ``en`` is the default for the Chinese set too."""
     source = upstream_source(data_dir, V02, UPSTREAM_TASK, env="ltp")
     cls = _UPSTREAM_CLASS[language]
 
@@ -267,13 +298,16 @@ def load_prompter(data_dir: Path, language: str) -> Prompter:
         restate_no=lead("hosting_summary_opposite", "solver"),
         merge=lead("hosting_simplify", "reasoning"),
         compare=_template(said("hosting_compare", key1=_slot("key"), merge=_slot("merged")), "key", "merged"),
+        invalid_phrases=_tested(source, f"{cls}.check_solver_valid", "in"),
+        yes_prefixes=_tested(source, f"{cls}.check_yes", "startswith"),
+        no_prefixes=_tested(source, f"{cls}.check_no", "startswith"),
     )
     if prompter not in _REGISTERED:
         _REGISTERED.append(prompter)
     return prompter
 
 
-def known_prompters(language: str) -> list[Prompter]:
-    """The project's prompter for ``language``, then every prompter of that language read from upstream's file in
-    this process (what the mock judge recognises)."""
-    return [PROMPTERS.get(language, EN), *(p for p in _REGISTERED if p.language == language)]
+def known_prompters() -> list[Prompter]:
+    """The project's prompters, then every prompter read from upstream's file in this process (what the mock judge
+    recognises: a Chinese puzzle may be hosted in English wording, as v0.2 did)."""
+    return [*PROMPTERS.values(), *_REGISTERED]

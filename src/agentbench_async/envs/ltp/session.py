@@ -46,7 +46,7 @@ from ...environment import (
 )
 from .bleu import char_unigram_bleu
 from .data import key_lines
-from .prompts import NO_PREFIXES, YES_PREFIXES, Prompter
+from .prompts import Prompter
 
 # What upstream records (spec §7): an empty reply or the third invalid question end the game COMPLETED,
 # the round cap TASK_LIMIT_REACHED, a player overflow AGENT_CONTEXT_LIMIT.
@@ -126,10 +126,10 @@ class LTPSession(Session):
         return await self._ask_judge([{"role": "user", "content": f"{instruction}\n{text}"}])
 
     def _is_yes(self, text: str) -> bool:
-        return text.startswith(YES_PREFIXES[self._p.language])
+        return text.startswith(self._p.yes_prefixes)
 
     def _is_no(self, text: str) -> bool:
-        return text.startswith(NO_PREFIXES[self._p.language])
+        return text.startswith(self._p.no_prefixes)
 
     # -- the round ------------------------------------------------------------------------------------
 
@@ -284,7 +284,8 @@ class LTPSession(Session):
             "rounds_used": self._round,
             "abort": self._abort,
             "end_reason": end_reason,
-            "language": self._p.language,
+            "language": self._task.data.get("language", "en"),  # the puzzles'
+            "prompter": self._p.language,  # the wording's (v0.2: English for either set)
             "hit_keys": dict(self._hit_keys),
             "missed_keys": list(self._remaining),
             "log": [{k: entry[k] for k in _LOG_KEYS if k in entry} for entry in self._log],
