@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 from pathlib import Path
 
 from agentbench_async.envs.base import EpisodeContext, Task
@@ -128,3 +129,33 @@ async def test_closing_a_sandbox_with_its_shell_and_a_script_still_running_leave
     assert await _left_alive(pids) == []
     assert [d for d in cgroup_dirs if d.exists()] == []  # the episode's cgroups are removed once it is empty
     await env.close()
+
+
+async def test_a_burst_of_episodes_queues_for_the_environments_work_and_no_init_times_out(sandboxed: None) -> None:
+    """Every episode of a run starts at once: the sandboxes' starts and the tasks' init scripts take turns for
+    ``script_concurrency`` places, and a script's timeout counts from its own start, not from the burst's."""
+    env = OSEnvironment(options={"script_concurrency": 1, "script_timeout": 3, "concurrency": 8})
+    assert env.capacity == 8
+    # each init records when it ran (host clock, shared by the sandboxes), then takes 1 s: 4 of them in turn take ~4 s,
+    # more than a script's 3 s, so a timeout counted from the burst's start would end the later ones
+    init = "date +%s.%N > /root/began; sleep 1; date +%s.%N > /root/ended"
+    sessions = [await env.open_session(_task(i, init=init), EpisodeContext(episode_id=f"b{i}")) for i in range(4)]
+    try:
+        await asyncio.gather(*(s.begin() for s in sessions))  # an init that timed out would raise EnvError here
+        spans = []
+        for s in sessions:
+            began, ended = re.findall(r"\d+\.\d+", await _sh(s, "cat /root/began /root/ended"))
+            spans.append((float(began), float(ended)))
+        spans.sort()
+        assert all(later[0] >= earlier[1] for earlier, later in zip(spans, spans[1:])), spans  # one after another
+        assert spans[-1][1] - spans[0][0] >= 3.0
+    finally:
+        for s in sessions:
+            await s.close()
+        await env.close()
+
+
+def test_the_os_environment_keeps_64_sandboxes_and_a_few_busy_ones_by_default() -> None:
+    env = OSEnvironment(options={})
+    assert env.capacity == 64
+    assert env.script_concurrency == max(4, 2 * (os.cpu_count() or 1))

@@ -9,7 +9,10 @@ and grading in the same machine (:mod:`.grading`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import re
+from collections.abc import AsyncIterator
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
@@ -52,6 +55,11 @@ OOM_NOTE = "\n[a process was killed: the sandbox ran out of memory ({mb} MiB)]"
 START_TABS_NOTE = ("the start command has tabs and is typed into the interactive login shell as AgentBench types it: readline "
                    "takes each tab for completion, so its indentation is lost (a tab-indented python3 -c program exits at "
                    "once, IndentationError); AgentBench's own shell does the same, so this is kept")
+# live sandboxes at once: an episode's sandbox mostly waits for its model (1-10 s a call) while its own work takes
+# ~0.1 s of CPU, so 64 keep two cores busy at a 1 s model (16 left them idle behind the place: issue 33)
+DEFAULT_CONCURRENCY = 64
+# of those, starting, running init scripts or being graded at once (the environment's own CPU work, see busy())
+DEFAULT_SCRIPT_CONCURRENCY = max(4, 2 * (os.cpu_count() or 1))
 RESTART_NOTE = "\n[the shell ended; a new login shell runs the next command (variables and the working directory start afresh)]"
 
 
@@ -69,7 +77,8 @@ class OSEnvironment(Environment):
     )
 
     option_specs: ClassVar[dict[str, Option]] = {
-        "concurrency": Option("int", "episodes (sandboxes) at once"),
+        "concurrency": Option("int", "episodes (sandboxes) at once", minimum=1),
+        "script_concurrency": Option("int", "episodes starting, running init scripts or being graded at once", minimum=1),
         "memory_mb": Option("int", "MiB for the processes of one episode", minimum=16),
         "disk_mb": Option("int", "MiB of the episode's writable layer"),
         "shm_mb": Option("int", "MiB of /dev/shm"),
@@ -119,10 +128,24 @@ class OSEnvironment(Environment):
         self._prompts: dict[str, Prompts] = {}  # per action mode, read on first use
         self._start_lock: asyncio.Lock | None = None
         self._spares = Spares(self._new_machine)
+        self.script_concurrency = int(opts.get("script_concurrency", DEFAULT_SCRIPT_CONCURRENCY))
+        self._gate: tuple[asyncio.AbstractEventLoop, asyncio.Semaphore] | None = None
 
     @property
     def capacity(self) -> int:
-        return int(self.options.get("concurrency", 16))
+        return int(self.options.get("concurrency", DEFAULT_CONCURRENCY))
+
+    @contextlib.asynccontextmanager
+    async def busy(self) -> AsyncIterator[None]:
+        """A place among the episodes doing CPU work of the environment's own at once (a sandbox start, the task's
+        init, the checks): the rest of the ``capacity`` live sandboxes wait for their model, which costs nothing, so a
+        burst (every episode of a run starting together) queues here instead of overrunning the cores; a script's
+        timeout starts once it has its place."""
+        loop = asyncio.get_running_loop()
+        if self._gate is None or self._gate[0] is not loop:
+            self._gate = (loop, asyncio.Semaphore(self.script_concurrency))
+        async with self._gate[1]:
+            yield
 
     @classmethod
     def read_task_file(cls, path: Path, split: str, options: Mapping[str, Any]) -> Iterator[Task]:
@@ -240,19 +263,20 @@ class OSSession(Session):
                 "single-id sandbox cannot hold; give the user an /etc/subuid and /etc/subgid range "
                 "(usermod --add-subuids 100000-165535 --add-subgids 100000-165535 USER; apt-get install uidmap) or run as root"
             )
-        # the shell is started before init, like upstream's: rc files written by init are not loaded
-        self._machine = await self._env._spares.take()
-        for i, script in enumerate(data["init"]):
-            code, out = await run_script(self._sandbox, script, [], self._env.script_timeout)
-            if code != 0:
-                why = "timed out" if code == -1 else f"exited {code}"
-                raise EnvError(f"os: init script {i} of {self._task.task_id} {why}: {out.strip()[-300:]}")
-        if data.get("start"):
-            if "\t" in data["start"]:
-                self._notes["start_note"] = START_TABS_NOTE
-            await self._shell.run(data["start"], self._env.command_timeout)
-        if _checks_run_processes(data):  # what runs now is the task's: checks may count it (see grading)
-            await self._sandbox.mark_task_processes()
+        async with self._env.busy():
+            # the shell is started before init, like upstream's: rc files written by init are not loaded
+            self._machine = await self._env._spares.take()
+            for i, script in enumerate(data["init"]):
+                code, out = await run_script(self._sandbox, script, [], self._env.script_timeout)
+                if code != 0:
+                    why = "timed out" if code == -1 else f"exited {code}"
+                    raise EnvError(f"os: init script {i} of {self._task.task_id} {why}: {out.strip()[-300:]}")
+            if data.get("start"):
+                if "\t" in data["start"]:
+                    self._notes["start_note"] = START_TABS_NOTE
+                await self._shell.run(data["start"], self._env.command_timeout)
+            if _checks_run_processes(data):  # what runs now is the task's: checks may count it (see grading)
+                await self._sandbox.mark_task_processes()
         return first_messages(data["description"], self._ctx.action_mode, self._env.prompts(self._ctx.action_mode))
 
     def _observe(self, reply: ModelReply, text: str) -> list[Message]:
@@ -285,7 +309,8 @@ class OSSession(Session):
             return Step(action=action.describe(), observation=self._observe(reply, observation_text(output)))
         answer = action.answer if action.kind == "answer" else None
         keep = self._machine.shell.pids() if self._machine is not None else set()
-        ok, details = await grade(self._machine and self._machine.sandbox, self._task.data, answer, self._env.script_timeout, keep=keep)
+        async with self._env.busy():
+            ok, details = await grade(self._machine and self._machine.sandbox, self._task.data, answer, self._env.script_timeout, keep=keep)
         details.update(
             self._notes,
             result=ok,
