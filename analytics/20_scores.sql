@@ -95,8 +95,9 @@ QUALIFY builtin AND bool_or(other) OVER (PARTITION BY model, config_id);
 -- (score in percent) / weight_inv. With all eight environments run it is the paper's OA; otherwise it
 -- is the mean over the environments that were run, labelled partial. builtin_suites names the environments in it
 -- that played built-in suites (builtin_fallbacks; NULL when none), and the label says so, as the report's does:
--- 'OA (not the paper's: built-in suites for KG, HH, WS)', or appended to a partial label.
-CREATE OR REPLACE VIEW overall_score AS
+-- 'OA (not the paper's: built-in suites for KG, HH, WS)', or appended to a partial label. overall_score_outcomes: the
+-- same from env_scores_outcomes (`report --denominator outcomes`).
+CREATE OR REPLACE VIEW overall_score_by_denominator AS
 WITH per_model AS (
     SELECT
         s.model,
@@ -105,12 +106,13 @@ WITH per_model AS (
         count(*) = 8 AS complete,
         string_agg(w.abbrev, ', ' ORDER BY w.position) AS envs,
         string_agg(w.abbrev, ', ' ORDER BY w.position) FILTER (WHERE b.env IS NOT NULL) AS builtin_suites,
-        s.config_id
-    FROM env_scores AS s
+        s.config_id,
+        s.denominator
+    FROM env_scores_by_denominator AS s
     JOIN agentbench_weights AS w USING (env)
     LEFT JOIN builtin_fallbacks AS b ON b.model = s.model AND b.config_id = s.config_id AND b.env = s.env
     WHERE s.n > 0
-    GROUP BY s.model, s.config_id
+    GROUP BY s.model, s.config_id, s.denominator
 )
 SELECT
     model,
@@ -123,5 +125,12 @@ SELECT
               || coalesce('; built-in suites, not the paper''s tasks: ' || builtin_suites, '') || ')'
     END AS label,
     builtin_suites,
-    config_id
+    config_id,
+    denominator
 FROM per_model;
+
+CREATE OR REPLACE VIEW overall_score AS
+SELECT * EXCLUDE (denominator) FROM overall_score_by_denominator WHERE denominator = 'paper';
+
+CREATE OR REPLACE VIEW overall_score_outcomes AS
+SELECT * EXCLUDE (denominator) FROM overall_score_by_denominator WHERE denominator = 'outcomes';

@@ -64,3 +64,15 @@ def test_terminal_names_the_built_in_environments(write_run: WriteRun) -> None:
     text = " ".join(con.export_text().split())
     assert "OA (not the paper's: built-in suites for KG, HH, WS)" in text
     assert "4.01, built-in KG, HH, WS" in text and "not the paper's OA" in text
+
+
+@pytest.mark.parametrize("denominator", ["paper", "outcomes"])
+def test_sql_oa_follows_the_report_denominator(known_run: Path, denominator: str) -> None:
+    """overall_score (every episode) and overall_score_outcomes (the model's own outcomes) equal the report's OA."""
+    with load(known_run) as res:
+        view = res.overall_score if denominator == "paper" else res.overall_score_outcomes
+        sql = {r["model"]: (round(r["oa"], 9), r["label"]) for r in view.iter_rows(named=True)}
+        report = {r["model"]: (round(r["oa"], 9), r["label"]) for r in build_report(res, denominator=denominator).overall.iter_rows(named=True)}
+    assert sql == report and sql["alpha"][1] == "OA (partial: 2 of 8 environments: OS, KG)"
+    assert sql["alpha"][0] == pytest.approx((100 * 4 / 10 / 10.8 + 100 * 1.75 / 6 / 13.9) / 2 if denominator == "paper"
+                                            else (100 * 4 / 9 / 10.8 + 35.0 / 13.9) / 2)
