@@ -28,6 +28,7 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 import pymysql
+from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_random_exponential
 
 from ...environment import ConfigError, EnvError, EnvUnavailableError, lower_priority, pid_alive
 
@@ -41,6 +42,8 @@ MYSQL_COLLATION = "utf8mb4_0900_ai_ci"
 GROUP_CONCAT_MAX_LEN = 1024
 INSTALL_HINT = "apt-get install mariadb-server"
 _START_TIMEOUT = 60.0
+# how long a connection is retried while the server's listen queue is full (see connect)
+_BUSY_RETRY_SECONDS = 20.0
 # Every table lives in one system tablespace with a ceiling, so no episode can fill the host's disk
 # (past it, writes fail with error 1114 "The table is full"); dropped tables' pages are reused.
 _DATA_FILE_PATH = "ibdata1:12M:autoextend:max:4G"
@@ -83,9 +86,23 @@ class ServerInfo:
 
     def admin_connect(self, database: str | None = None) -> pymysql.connections.Connection:
         """A blocking admin connection (call from a worker thread)."""
-        return pymysql.connect(
-            user=self.user, password=self.password, database=database, autocommit=True, **self.connect_args()
-        )
+        return connect(user=self.user, password=self.password, database=database, autocommit=True, **self.connect_args())
+
+
+def _queue_full(exc: BaseException) -> bool:
+    """A connection refused for now: the server's listen queue was full (EAGAIN on its socket), not a server gone."""
+    return isinstance(exc, pymysql.OperationalError) and exc.args[:1] in ((2002,), (2003,)) and "[Errno 11]" in str(exc)
+
+
+def connect(**kwargs: Any) -> pymysql.connections.Connection:
+    """``pymysql.connect``, retried with backoff for up to ``_BUSY_RETRY_SECONDS`` while the server's listen queue is
+    full: when a run's episodes all begin at once on loaded cores, the server accepts slower than they connect and a
+    unix socket then refuses at once ("[Errno 11] Resource temporarily unavailable"). Any other error is raised as is."""
+    for attempt in Retrying(retry=retry_if_exception(_queue_full), stop=stop_after_delay(_BUSY_RETRY_SECONDS),
+                            wait=wait_random_exponential(multiplier=0.02, max=0.5), reraise=True):  # fmt: skip
+        with attempt:
+            return pymysql.connect(**kwargs)
+    raise AssertionError("unreachable: tenacity reraises")  # pragma: no cover
 
 
 def parse_db_url(url: str) -> ServerInfo:
