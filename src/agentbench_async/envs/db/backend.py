@@ -39,7 +39,7 @@ import pymysql.cursors
 
 from ...environment import EnvError
 from .grading import hash_query, quote_ident
-from .server import GROUP_CONCAT_MAX_LEN, MYSQL8_SQL_MODE, PrivateMariaDB, ServerInfo
+from .server import GROUP_CONCAT_MAX_LEN, MYSQL8_SQL_MODE, PrivateMariaDB, ServerInfo, connect
 from .sqltext import RowsText, error_text
 
 T = TypeVar("T")
@@ -339,7 +339,7 @@ class EpisodeDatabase:
         info = self.backend.info
         try:
             assert self.account is not None
-            return pymysql.connect(
+            return connect(
                 user=self.account.user,
                 password=self.account.password,
                 autocommit=False,
