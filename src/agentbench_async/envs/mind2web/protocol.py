@@ -12,6 +12,7 @@ import random
 import re
 from dataclasses import dataclass
 from typing import Any
+from xml.etree import ElementTree as ET
 
 from .dom import render_round
 
@@ -49,7 +50,7 @@ def parse_reply(text: str) -> Reply:
     return Reply(letter=answer.group(1) if answer else "A", action=_action_string(text), readable=answer is not None)
 
 
-def gold_action(html: str, gold_id: str, op: str, value: str) -> str:
+def gold_action(html: str | ET.Element, gold_id: str, op: str, value: str) -> str:
     """The gold action string as upstream derives it (``Mind2Web.get_data``): the page rendered with the step's first
     positive as the only candidate, the one-choice answer written for it (``<letter>.\\nAction: <op>\\n`` plus
     ``Value: <value>`` unless CLICK; just ``A.`` if the render shows no id for it) and read back with

@@ -15,11 +15,24 @@ from typing import Any
 
 from ...environment import EnvError, Message, ModelReply, Outcome, Session, Step, Task, statuses as st
 from ...history import AGENTBENCH_SEGMENT_BUDGET, count_segments
-from .dom import PageError, Round, render_round
+from .dom import PageError, Round, parse_page, render_round
 from .prompts import FewShot, question, round_messages
 from .protocol import ROUND_SIZE, gold_action, initial_pool, parse_reply, step_metrics
 
 _CONTEXT, _TURN_CAP = "context limit", "turn cap"
+
+
+def _gold_and_first_round(data: dict[str, Any], first: list[str] | None) -> tuple[str, Round | PageError | None]:
+    """The gold action and the first round's page (``first``: its candidates; None: no round), from one parse of the
+    page (a ``PageError`` raised here is the gold element's; the round's is returned)."""
+    root = parse_page(data["cleaned_html"])
+    action = gold_action(root, data["target"]["element"][0], data["operation"]["op"], data["operation"]["value"])
+    if first is None:
+        return action, None
+    try:
+        return action, render_round(root, first)
+    except PageError as exc:
+        return action, exc
 
 
 class Mind2WebSession(Session):
@@ -43,26 +56,30 @@ class Mind2WebSession(Session):
             self._settled = self._outcome(st.COMPLETED, st.PAPER_UNKNOWN, reason)
             return []
         data = self._data
+        pool = initial_pool(self._data)
+        first = pool[:ROUND_SIZE] if len(pool) > 1 else None
         try:
-            action = await asyncio.to_thread(gold_action, data["cleaned_html"], data["target"]["element"][0],
-                                             data["operation"]["op"], data["operation"]["value"])  # fmt: skip
+            action, rendered = await asyncio.to_thread(_gold_and_first_round, data, first)
         except PageError as exc:  # upstream's loader crashed on such a step
             raise EnvError(f"mind2web: step {data['sid']} (sample {data['index']}): the gold element cannot be rendered: {exc}") from None
         self._target = {**data["target"], "action": action}
-        self._pool = initial_pool(self._data)
-        if len(self._pool) <= 1:
+        self._pool = pool
+        if first is None:
             reason = "only one candidate in the ranker's top 10: upstream asks nothing and records an invalid action"
             self._settled = self._outcome(st.INVALID_ACTION, st.PAPER_AGENT_INVALID_ACTION, reason)
             return []
-        return await self._next_round()
+        return await self._next_round(rendered)
 
     def settled(self) -> Outcome | None:
         return self._settled
 
-    async def _next_round(self) -> list[Message]:
+    async def _next_round(self, rendered: Round | PageError | None = None) -> list[Message]:
+        """The next round's messages; ``rendered``: its page rendered already (or why it could not be)."""
         ids, self._pool = self._pool[:ROUND_SIZE], self._pool[ROUND_SIZE:]
         try:
-            rnd = await asyncio.to_thread(render_round, self._data["cleaned_html"], ids)
+            if isinstance(rendered, PageError):
+                raise rendered
+            rnd = rendered or await asyncio.to_thread(render_round, self._data["cleaned_html"], ids)
         except PageError as exc:
             raise EnvError(f"mind2web: step {self._data['sid']} (sample {self._data['index']}): {exc}") from None
         self._round = rnd
