@@ -77,13 +77,17 @@ class WebShopSession(Session):
     # ------------------------------------------------------------------------------------------ shared
 
     async def _act(self, action: str, call: ToolCall | None = None, ignored: list[Message] | None = None) -> Step:
-        """Run one action in a worker thread (a search scores the whole catalog) and build the step.
+        """Run one action (a search in a worker thread: it scores the whole catalog; a click here, a worker thread's hop
+        cost twice the click's own CPU) and build the step.
 
         ``call``: the tool call it came from (tools mode: the page goes back as its tool result, followed by
         the ``ignored`` notices for further calls of the same message).
         """
         try:
-            score, done, info = await asyncio.to_thread(self._browser.step, action)
+            if self._browser.searches(action):
+                score, done, info = await asyncio.to_thread(self._browser.step, action)
+            else:
+                score, done, info = self._browser.step(action)
         except Exception as exc:  # noqa: BLE001 - upstream's task records any exception as TASK_ERROR
             error = f"webshop: {type(exc).__name__}: {exc}"[:500]
             return Step(action=action, valid=False, error=error, outcome=self._outcome(st.ENV_ERROR, 0.0, error=error))

@@ -141,6 +141,13 @@ class Browser:
 
     # -------------------------------------------------------------------------------------- actions
 
+    @staticmethod
+    def searches(action: str) -> bool:
+        """Whether ``step(action)`` searches the catalog (scores every product); any other action only changes the page
+        or, with Buy Now, scores the one product bought."""
+        match = _ACTION.match(action)
+        return bool(match and match.group(1) == "search" and match.group(2))
+
     def step(self, action: str) -> tuple[float, bool, dict[str, Any]]:
         """Apply ``search[...]``/``click[...]``: (reward, done, info). Anything not applicable changes nothing.
 
