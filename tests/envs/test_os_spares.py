@@ -158,4 +158,4 @@ async def test_a_burst_of_episodes_queues_for_the_environments_work_and_no_init_
 def test_the_os_environment_keeps_64_sandboxes_and_a_few_busy_ones_by_default() -> None:
     env = OSEnvironment(options={})
     assert env.capacity == 64
-    assert env.script_concurrency == max(4, 2 * (os.cpu_count() or 1))
+    assert env.script_concurrency == max(8, 8 * (os.cpu_count() or 1))

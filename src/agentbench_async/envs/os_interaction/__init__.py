@@ -58,8 +58,10 @@ START_TABS_NOTE = ("the start command has tabs and is typed into the interactive
 # live sandboxes at once: an episode's sandbox mostly waits for its model (1-10 s a call) while its own work takes
 # ~0.1 s of CPU, so 64 keep two cores busy at a 1 s model (16 left them idle behind the place: issue 33)
 DEFAULT_CONCURRENCY = 64
-# of those, starting, running init scripts or being graded at once (the environment's own CPU work, see busy())
-DEFAULT_SCRIPT_CONCURRENCY = max(4, 2 * (os.cpu_count() or 1))
+# of those, starting, running init scripts or being graded at once (the environment's own CPU work, see busy()): a
+# phase takes 0.1-0.5 s of wall time (waits included), so 8 a core keep the cores busy (2 a core, 4 here, held an
+# 8-model run to 0.66 of its 2 cores: 300 s) while a run's start no longer begins all of its 64 episodes at once
+DEFAULT_SCRIPT_CONCURRENCY = max(8, 8 * (os.cpu_count() or 1))
 RESTART_NOTE = "\n[the shell ended; a new login shell runs the next command (variables and the working directory start afresh)]"
 
 
