@@ -63,3 +63,11 @@ def test_a_server_that_is_gone_fails_at_once(tmp_path: Path) -> None:
         server.connect(unix_socket=str(path), user="u", password="p", connect_timeout=2)
     assert time.monotonic() - started < 1
     dead.close()
+
+
+def test_the_private_server_takes_256_episodes_at_once_and_a_server_of_ones_own_64() -> None:
+    from agentbench_async.envs.db import DBEnvironment
+
+    assert DBEnvironment(options={}).capacity == 256
+    assert DBEnvironment(options={"db_url": "mysql://u:p@127.0.0.1:3306/"}).capacity == 64
+    assert DBEnvironment(options={"db_url": "mysql://u:p@127.0.0.1:3306/", "capacity": 300}).capacity == 300

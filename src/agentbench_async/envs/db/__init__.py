@@ -9,7 +9,7 @@ Options (``Environment(options=...)``, from the run config / CLI):
 - ``db_url``: ``mysql://user:pass@host:port/`` of a server to use instead of starting a private
   MariaDB (the account must be able to create databases and users and grant privileges);
 - ``statement_timeout``: seconds one agent statement may run (default 10);
-- ``capacity``: episodes at once (default 64);
+- ``capacity``: episodes at once (default 256 on the private server, 64 on a ``db_url`` server);
 - ``mariadbd`` / ``mariadb_install_db``: paths of the server binaries (default: found on PATH);
 - ``port``: also listen on 127.0.0.1:<port> (the private server is unix-socket only otherwise);
 - ``official_variant``: ``v0.2`` (default) or ``fc``: with ``--data-dir``, the test split is AgentBench
@@ -38,7 +38,8 @@ from .session import DBSession
 from .tasks import load_tasks, official_path, own_file_tasks
 
 _DEFAULT_TIMEOUT = 10.0
-_DEFAULT_CAPACITY = 64
+_DEFAULT_CAPACITY = 256  # an episode mostly waits for its model (issue 33: 64 held 8 models' db split for 2 min)
+_DEFAULT_URL_CAPACITY = 64  # a server of the user's own: its connection limit is theirs (MySQL's default is 151)
 
 
 class DBEnvironment(Environment):
@@ -93,7 +94,8 @@ class DBEnvironment(Environment):
 
     @property
     def capacity(self) -> int:
-        return int(self.option("capacity", _DEFAULT_CAPACITY))
+        default = _DEFAULT_URL_CAPACITY if self.option("db_url") else _DEFAULT_CAPACITY
+        return int(self.option("capacity", default))
 
     @property
     def server(self) -> PrivateMariaDB | None:
