@@ -6,10 +6,10 @@
 
 Plays the oracle over the split's tasks one episode at a time (in-process, ``testing.play``: the real episode loop
 without the HTTP hop) with the data a run with that ``--data-dir`` plays (official where all it needs is there, the
-built-in suite otherwise, as ``--env all`` chooses; the line printed says which). One at a time, so the CPU this process spends while a
+built-in suite otherwise, as ``--env all`` chooses; the line printed says which). One at a time, so the CPU this process's main thread spends while a
 session's ``begin``/``step``/``on_turn_limit``/``close`` or the environment's ``open_session`` is awaited is that
-environment's own work (its threads included), apart from the mock policy and the engine's episode loop, which
-are not counted. Its processes (game workers, MariaDB, ...: every process under this one) are counted from /proc
+environment's own work, apart from the mock policy and the engine's episode loop, which are not counted; the CPU of
+this process's other threads (the environments' thread pools; ``play`` starts none) is the environment's too. Its processes (game workers, MariaDB, ...: every process under this one) are counted from /proc
 (their own time plus what they reaped), from after ``start`` to before ``close``; the environment's ``start``
 and ``close`` (this process and its processes) are printed apart, and everything from start to close per episode. ``--profile FILE`` writes a
 cProfile of the episodes (``python -m pstats FILE``); the CPU figures printed then include the profiler's overhead.
@@ -52,8 +52,22 @@ def _tree_cpu(pid: int) -> float:
     return total + reaped.children_user + reaped.children_system
 
 
+def _other_threads_cpu() -> float:
+    """CPU seconds of this process's threads other than the main one (the environments' thread pools), live ones."""
+    total = 0.0
+    for tid in os.listdir("/proc/self/task"):
+        if int(tid) == os.getpid():
+            continue
+        try:
+            fields = Path(f"/proc/self/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        total += (int(fields[11]) + int(fields[12])) / _TICK
+    return total
+
+
 class _Timed:
-    """CPU seconds of this process spent inside the awaited calls wrapped by ``wrap``."""
+    """CPU seconds of this process's main thread spent inside the awaited calls wrapped by ``wrap``."""
 
     def __init__(self) -> None:
         self.seconds = 0.0
@@ -61,11 +75,11 @@ class _Timed:
     def wrap(self, method: Any) -> Any:
         @functools.wraps(method)
         async def timed(*args: Any, **kwargs: Any) -> Any:
-            t0 = time.process_time()
+            t0 = time.thread_time()
             try:
                 return await method(*args, **kwargs)
             finally:
-                self.seconds += time.process_time() - t0
+                self.seconds += time.thread_time() - t0
 
         return timed
 
@@ -107,7 +121,7 @@ async def main() -> None:
     timed = _Timed()
     _instrument(env, timed)
     profiler = cProfile.Profile() if args.profile else None
-    tree0, wall0 = _tree_cpu(os.getpid()), time.perf_counter()
+    tree0, threads0, wall0 = _tree_cpu(os.getpid()), _other_threads_cpu(), time.perf_counter()
     if profiler:
         profiler.enable()
     places = asyncio.Semaphore(args.concurrency)
@@ -122,6 +136,7 @@ async def main() -> None:
         profiler.disable()
         profiler.dump_stats(args.profile)
     wall, tree = time.perf_counter() - wall0, _tree_cpu(os.getpid()) - tree0
+    timed.seconds += _other_threads_cpu() - threads0
     t0, tree_close = time.process_time(), _tree_cpu(os.getpid())
     await env.close()
     close_cpu, close_tree = time.process_time() - t0, _tree_cpu(os.getpid()) - tree_close

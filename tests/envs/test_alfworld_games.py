@@ -19,6 +19,7 @@ import pytest
 import pytest_asyncio
 
 from agentbench_async import statuses as st
+from agentbench_async.environment import EnvError
 from agentbench_async.envs.alfworld import ALFWorldEnvironment
 from agentbench_async.envs.alfworld.engine import GamePool
 from agentbench_async.envs.alfworld.tasks import builtin_root
@@ -192,6 +193,43 @@ async def test_closed_games_release_their_memory() -> None:
         assert growth < 8 * 1024 * 1024, f"the worker grew by {growth / 2**20:.1f} MB over two rounds of 8 games"
     finally:
         await pool.close()
+
+
+async def test_a_pool_imports_the_game_engine_once_and_survives_either_worker_dying() -> None:
+    """The second worker is forked from the first after its imports: it plays the same; if it dies, its game ends with
+    an error and the next game gets a new worker; if the first dies, the second plays on."""
+    require(HAS_ENGINE, NEED)
+    pool = GamePool(2)
+    await pool.start()
+    try:
+        first, second = pool.worker_pids
+        assert _parent(second) == first  # forked by the first worker, not started with its own imports
+        path = str(next(builtin_root().joinpath("games", "dev").rglob("game.tw-pddl")))
+        (game_a, state_a), (game_b, state_b) = [await pool.open(path) for _ in range(2)]
+        assert game_a._worker is not game_b._worker and state_a == state_b  # noqa: SLF001
+        assert (await game_a.step("look")) == (await game_b.step("look"))
+        forked = game_a if game_a._worker.proc.pid == second else game_b  # noqa: SLF001
+        other = game_b if forked is game_a else game_a
+        os.kill(second, signal.SIGKILL)
+        with pytest.raises(EnvError, match="game worker exited"):
+            await forked.step("look")
+        await forked.close()
+        game_c, _ = await pool.open(path)  # a new worker, started on its own
+        assert second not in pool.worker_pids and len(pool.worker_pids) == 2
+        await game_c.close()
+        os.kill(first, signal.SIGKILL)
+        with pytest.raises(EnvError, match="game worker exited"):
+            await other.step("look")
+        await other.close()
+        game_d, _ = await pool.open(path)
+        assert first not in pool.worker_pids and len(pool.worker_pids) == 2
+        await game_d.close()
+    finally:
+        await pool.close()
+
+
+def _parent(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
 
 
 async def test_game_workers_run_below_the_engines_cpu_priority(env: ALFWorldEnvironment) -> None:

@@ -7,6 +7,10 @@ the C library ends one worker's games as ``env_error`` instead of the whole run.
 worker over its stdin/stdout with JSON lines (fully asynchronous: no thread per call); a game stays on
 the worker that opened it, and new games go to the worker with the fewest live games. A worker that
 died is replaced for the next game.
+
+Start-up: a worker's imports (TextWorld parses its knowledge base, imports networkx and prompt_toolkit) cost ~0.55 s
+of CPU. The pool's first worker forks the others once its imports and patches are done (the engine hands it their
+pipes), so a pool pays for them once; a worker replaced later starts on its own.
 """
 
 from __future__ import annotations
@@ -22,13 +26,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...environment import EnvError, EnvUnavailableError, lower_priority
-from .worker import KEPT_FOLDER_VARIABLE
+from ...environment import EnvError, EnvUnavailableError, lower_priority, pid_alive
+from .worker import FORK_FDS_VARIABLE, KEPT_FOLDER_VARIABLE
 
 _START_TIMEOUT = 120.0  # importing textworld on a loaded 2-core machine
 _CALL_TIMEOUT = 300.0  # one load or step; a healthy one takes well under a second
 _STDERR_LINES = 20
 _LINE_LIMIT = 64 * 1024 * 1024  # an answer line (observations and command lists are small)
+_FORKED_WAIT = 30.0  # the longest wait for a forked worker's end
 
 
 @dataclass(frozen=True)
@@ -46,11 +51,60 @@ def kept_folder() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "agentbench-async" / "alfworld"
 
 
+class _Forked:
+    """A worker process forked by another worker (not this process's child): its pipes, its pid once it said it, and
+    what ``asyncio.subprocess.Process`` offers that ``_Worker`` uses."""
+
+    def __init__(self, stdin: asyncio.StreamWriter, stdout: asyncio.StreamReader, stderr: asyncio.StreamReader) -> None:
+        self.stdin, self.stdout, self.stderr = stdin, stdout, stderr
+        self.pid = 0
+        self.returncode: int | None = None
+
+    async def wait(self) -> int:
+        """Its end: its answers' pipe at its end, then the process gone or a zombie (its parent reaps it); at most
+        ``_FORKED_WAIT`` seconds (a process that never started: its pipes close with the worker that would fork it)."""
+        deadline = asyncio.get_running_loop().time() + _FORKED_WAIT
+        while asyncio.get_running_loop().time() < deadline and (not self.stdout.at_eof() or _running(self.pid)):
+            await asyncio.sleep(0.02)
+        self.returncode = -1  # not known here
+        return self.returncode
+
+    def kill(self) -> None:
+        if self.pid:
+            os.kill(self.pid, 9)
+
+
+def _running(pid: int) -> bool:
+    """Whether process ``pid`` exists and has not exited (a zombie has)."""
+    if not pid or not pid_alive(pid):
+        return False
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+async def _pipes_for_fork(limit: int) -> tuple[tuple[int, int, int], _Forked]:
+    """Pipes for a worker another worker forks: the child's ends (stdin, answers, stderr) and the engine's side."""
+    loop = asyncio.get_running_loop()
+    stdin_r, stdin_w = os.pipe()
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    readers = []
+    for fd in (out_r, err_r):
+        reader = asyncio.StreamReader(limit=limit)
+        await loop.connect_read_pipe(lambda reader=reader: asyncio.StreamReaderProtocol(reader), os.fdopen(fd, "rb", buffering=0))  # type: ignore[misc]
+        readers.append(reader)
+    transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, os.fdopen(stdin_w, "wb", buffering=0))
+    writer = asyncio.StreamWriter(transport, protocol, None, loop)
+    return (stdin_r, out_w, err_w), _Forked(writer, readers[0], readers[1])
+
+
 class _Worker:
     def __init__(self, index: int, kept: Path | None = None) -> None:
         self.index = index
         self._kept = kept
-        self.proc: asyncio.subprocess.Process | None = None
+        self.proc: asyncio.subprocess.Process | _Forked | None = None
         self.live = 0
         self.dead: str | None = None  # why it stopped, once it has
         self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
@@ -59,16 +113,33 @@ class _Worker:
         self._tasks: list[asyncio.Task[None]] = []
         self._write_lock = asyncio.Lock()
 
-    async def start(self) -> None:
-        environ = {k: v for k, v in os.environ.items() if k != KEPT_FOLDER_VARIABLE}
+    async def launch(self, forked: list[_Worker]) -> None:
+        """Start this worker's process, which forks one for each of ``forked`` once its imports are done."""
+        environ = {k: v for k, v in os.environ.items() if k not in (KEPT_FOLDER_VARIABLE, FORK_FDS_VARIABLE)}
         if self._kept is not None:
             environ[KEPT_FOLDER_VARIABLE] = str(self._kept)
-        self.proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "agentbench_async.envs.alfworld.worker",
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-            limit=_LINE_LIMIT, env=environ,
-        )  # fmt: skip
-        lower_priority(self.proc.pid)  # before its imports: a game's CPU never delays the engine's model calls
+        child_fds: list[tuple[int, int, int]] = []
+        try:
+            for worker in forked:
+                fds, worker.proc = await _pipes_for_fork(_LINE_LIMIT)
+                child_fds.append(fds)
+            if child_fds:
+                environ[FORK_FDS_VARIABLE] = ";".join(",".join(map(str, fds)) for fds in child_fds)
+            self.proc = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "agentbench_async.envs.alfworld.worker",
+                stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+                limit=_LINE_LIMIT, env=environ, pass_fds=[fd for fds in child_fds for fd in fds],
+            )  # fmt: skip
+        finally:
+            for fd in (fd for fds in child_fds for fd in fds):
+                os.close(fd)  # the children's ends live in the process that forks them
+        lower_priority(self.proc.pid)  # before its imports: a game's CPU never delays the engine's model calls (forks inherit it)
+
+    async def start(self) -> None:
+        """Wait until the process ``launch`` started (this worker's or the one that forks it) says it is ready."""
+        if self.proc is None:
+            await self.launch([])
+        assert self.proc is not None
         ready: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._pending[0] = ready
         self._tasks = [asyncio.create_task(self._read_answers()), asyncio.create_task(self._read_stderr())]
@@ -83,6 +154,8 @@ class _Worker:
                 f"alfworld: the game engine cannot be loaded ({answer.get('error')}); "
                 "install it with: pip install 'agentbench-async[alfworld]'"
             )
+        if isinstance(self.proc, _Forked):
+            self.proc.pid = int((answer.get("result") or {}).get("pid") or 0)
 
     def _stderr_tail(self) -> str:
         lines = [line for line in self._stderr if line.strip()]
@@ -204,6 +277,11 @@ class GamePool:
             missing = self._size - len(self._workers)
             fresh = [_Worker(self._spawned + i, self._kept) for i in range(missing)]
             self._spawned += missing
+            if fresh:  # the first one's process forks the others' after its imports
+                try:
+                    await fresh[0].launch(fresh[1:])
+                except OSError as exc:
+                    raise EnvUnavailableError(f"alfworld: the game worker did not start ({exc})") from None
             results = await asyncio.gather(*(w.start() for w in fresh), return_exceptions=True)
             errors = [r for r in results if isinstance(r, BaseException)]
             self._workers += [w for w, r in zip(fresh, results) if not isinstance(r, BaseException)]

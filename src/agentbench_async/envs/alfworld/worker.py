@@ -61,6 +61,9 @@ from pathlib import Path
 from typing import Any
 
 KEPT_FOLDER_VARIABLE = "AGENTBENCH_ALFWORLD_KEPT"  # the folder of kept game work the parent gives (unset: none)
+# further workers this one forks once its imports are done: "IN,OUT,ERR;IN,OUT,ERR;..." (each one's stdin, answers and
+# stderr file descriptors, passed by the parent); unset: none
+FORK_FDS_VARIABLE = "AGENTBENCH_ALFWORLD_FORK_FDS"
 _TRIM_EVERY = 32  # closes between two malloc_trim calls while games are live
 _QUERY_RULE = "conjunctiveQuery"  # the logic parser's rule for the conditions of grammar rules
 _PARSES_KEPT = 8192  # distinct template strings; ALFWorld's grammar has ~700 rules, a game adds a few
@@ -471,16 +474,56 @@ def _answer(out: Any, payload: dict[str, Any]) -> None:
     out.flush()
 
 
+def _fork_fds() -> list[tuple[int, int, int]]:
+    spec = os.environ.pop(FORK_FDS_VARIABLE, "")
+    return [(int(a), int(b), int(c)) for a, b, c in (part.split(",") for part in spec.split(";") if part)]
+
+
+def _fork_workers(out: Any, forks: list[tuple[int, int, int]], children: list[int]) -> Any:
+    """Fork a worker for each of ``forks`` (its stdin, answers and stderr descriptors) from this process, whose imports and
+    patches are done: each child serves its own pipes with a copy of this process's (still empty) host; their pids are
+    added to ``children``. Returns the answer stream the caller serves: its own in this process, the child's in a child."""
+    for i, (stdin, answers, stderr) in enumerate(forks):
+        pid = os.fork()
+        if pid == 0:
+            os.dup2(stdin, 0)
+            os.dup2(stderr, 2)
+            os.dup2(2, 1)
+            mine = os.fdopen(answers, "wb")
+            out.close()  # the parent's answers: its engine sees its end when it exits, not when its children do
+            for fd in {fd for fds in forks[i + 1 :] for fd in fds} | {stdin, stderr}:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+            children.clear()
+            return mine
+        children.append(pid)
+        for fd in (stdin, answers, stderr):
+            os.close(fd)
+    return out
+
+
 def main() -> None:
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # the engine's own prints must not mix with the answers
     sys.stdout = sys.stderr
     folder = os.environ.get(KEPT_FOLDER_VARIABLE)
+    forks = _fork_fds()
     try:
         host = _Host(_Kept(Path(folder) if folder else None))
     except Exception as exc:  # noqa: BLE001 - reported to the parent, which raises EnvUnavailableError
         _answer(out, {"id": 0, "ok": False, "error": f"{type(exc).__name__}: {exc}"})
-        return
+        return  # the workers it would have forked see their pipes closed: they did not start
+    children: list[int] = []
+    out = _fork_workers(out, forks, children)
+    try:
+        _serve(host, out)
+    finally:
+        for pid in children:  # reaped here (their CPU counts as this process's children's): they end with their stdin
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, 0)
+
+
+def _serve(host: _Host, out: Any) -> None:
     _answer(out, {"id": 0, "ok": True, "result": {"pid": os.getpid()}})
     for line in sys.stdin.buffer:
         request: dict[str, Any] = {}
