@@ -341,3 +341,19 @@ async def test_ltp_mock_oracle_solves_a_chinese_puzzle_in_upstreams_english_word
     record = await play(env, task, "oracle")
     assert record.turns[0].content.startswith("You are a game player") and task.data["story"] in record.turns[0].content
     assert record.score == 1.0 and record.details["language"] == "zh" and record.details["prompter"] == "en", record.details
+
+
+@pytest.mark.parametrize("env_name, fc_tools", [
+    ("os", lambda d: _fc_tools(d, "os")),
+    ("db", lambda d: _fc_tools(d, "dbbench")),
+    ("kg", lambda d: load_upstream(upstream_path(d, FC, "src/server/tasks/knowledgegraph/const.py"), "kg_fc_wire").TOOLS),
+])  # fmt: skip
+def test_fc_tool_definitions_are_byte_equal_on_the_wire(official_data_dir: Path, env_name: str, fc_tools: object) -> None:
+    """The ``tools`` of a tools-mode request body, as the engine serialises it, are FC's definitions serialised the
+    same way: the same names, descriptions, parameters, key order and list order (a dict comparison ignores order)."""
+    from agentbench_async.models.wire import dumps_body
+
+    env = make_env(env_name, data_dir=str(official_data_dir))
+    sent = dumps_body({"tools": env.prompts("tools").tools})
+    assert sent == dumps_body({"tools": fc_tools(official_data_dir)})  # type: ignore[operator]
+    assert b'"additionalProperties":false' in sent or env_name == "kg"  # FC's os/db definitions carry it
