@@ -62,6 +62,10 @@ class Store:
         try:
             # Checkpoint rarely: automatic checkpoints every ~16 MB of WAL cut ingest 4x (see DESIGN.md).
             self.con.execute("SET checkpoint_threshold = '256MB'")
+            # One thread: the writer's transactions are a second's episodes each, too small for DuckDB's parallel
+            # operators, whose hand-offs between its threads cost CPU (~10% of the writer's); the final checkpoint
+            # (close) gets the default again.
+            self.con.execute("SET threads = 1")
             create_schema(self.con)
             create_live_turns(self.con)
         except WRITE_FAILURES as exc:
@@ -160,6 +164,7 @@ class Store:
         """Checkpoint and close; a checkpoint that cannot be written (disk full) is a ``StoreError`` after the
         file is closed (the WAL keeps what was committed: the next open replays it)."""
         try:
+            self.con.execute("RESET threads")
             self.con.execute("CHECKPOINT")
         except WRITE_FAILURES as exc:
             raise write_failure(self.path, exc, "the final checkpoint") from None

@@ -251,8 +251,12 @@ class LivePublisher:
         self._next += 1
         folder = self.root / name
         folder.mkdir()
+        # A flush's own part lives until it is merged (eight flushes): snappy, whose writer sets up no compression context
+        # per column (zstd's took ~45% of a part's CPU: 1.4 -> 0.8 ms for 16 columns of 300 rows); merged parts, which
+        # stay, keep zstd's smaller files.
+        compression = "snappy" if level == 0 else "zstd"
         for table, data in rows.items():
-            pq.write_table(data, folder / f"{table}.parquet", compression="zstd")
+            pq.write_table(data, folder / f"{table}.parquet", compression=compression)
             self.bytes_written += (folder / f"{table}.parquet").stat().st_size
         return _Part(name=name, level=level, tables=sorted(rows), rows=rows if level == 0 else None)
 

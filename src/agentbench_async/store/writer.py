@@ -105,6 +105,10 @@ class EpisodeWriter:
         self._pending: list[EpisodeRecord] = []
         self._live: list[tuple[str, str, str, list[TurnRow]]] = []  # (episode_id, model, env, rows) of running episodes
         self._live_stored: set[str] = set()  # this run's episodes with rows in live_turns
+        # this run's episodes whose first N turn rows are in live_turns, and the last of them: when the finished record
+        # holds those very rows (this process ran the episode) they are read from there (DuckDB to Arrow) instead of
+        # converted from Python values a second time; N = -1: not all of them, converted
+        self._live_prefix: dict[str, _Prefix] = {}
         self._stale_live: set[str] = set()  # episodes with live_turns rows an earlier run of this config left
         self._progress = progress or dict
         self._publisher: LivePublisher | None = LivePublisher(store.con, store.path, run_id, fingerprint)
@@ -189,8 +193,7 @@ class EpisodeWriter:
             self._publisher = None
             self.live_error = f"live reads of {self.store.path} stopped: {exc}"
 
-    def _live_table(self, live: list[tuple[str, str, str, list[TurnRow]]], finished: set[str]) -> pa.Table:
-        kept = [item for item in live if item[0] not in finished]  # finished within this interval: straight to turns
+    def _live_table(self, kept: list[tuple[str, str, str, list[TurnRow]]]) -> pa.Table:
         rows = [t for _, _, _, turns in kept for t in turns]
         cols: dict[str, list[Any]] = {
             "run_id": [self.run_id] * len(rows), "episode_id": [e for e, _, _, turns in kept for _ in turns],
@@ -207,9 +210,11 @@ class EpisodeWriter:
         # thread holds the GIL meanwhile)
         ep_cols: dict[str, list[Any]] = {c: [] for c in _EPISODE_COLUMNS}
         ep_cols.update(_columns(batch, _RECORD_COLUMNS))
-        turns = [t for rec in batch for t in rec.turns]
+        stored = {rec.episode_id: n for rec in batch if (n := _stored_prefix(self._live_prefix.get(rec.episode_id), rec.turns))}
+        turns = [t for rec in batch for t in rec.turns[stored.get(rec.episode_id, 0):]]
         calls = [k for rec in batch for k in rec.calls]
-        turn_cols: dict[str, list[Any]] = {"run_id": [], "episode_id": [rec.episode_id for rec in batch for _ in rec.turns],
+        turn_cols: dict[str, list[Any]] = {"run_id": [], "episode_id": [rec.episode_id for rec in batch
+                                                                         for _ in range(len(rec.turns) - stored.get(rec.episode_id, 0))],
                                            **_columns(turns, _TURN_FIELDS)}  # fmt: skip
         call_cols: dict[str, list[Any]] = {"run_id": [], "episode_id": [rec.episode_id for rec in batch for _ in rec.calls],
                                            **_columns(calls, _CALL_FIELDS)}  # fmt: skip
@@ -222,7 +227,33 @@ class EpisodeWriter:
             for name in names:
                 cols[name] = _timestamps(cols[name])
         finished = {rec.episode_id for rec in batch}
-        return _Tables(_table(ep_cols), _table(turn_cols), _table(call_cols), self._live_table(live, finished), finished)
+        turn_table = self._with_stored_turns(_table(turn_cols), stored)
+        if turn_table is None:  # the live rows were not all there as expected: every turn converted, as without them
+            self._live_prefix = {**self._live_prefix, **dict.fromkeys(stored, _Prefix(-1, None))}
+            return self._tables(batch, live)
+        kept = [item for item in live if item[0] not in finished]  # finished within this interval: straight to turns
+        return _Tables(_table(ep_cols), turn_table, _table(call_cols), self._live_table(kept), finished,
+                       _prefixes(self._live_prefix, kept))  # fmt: skip
+
+    def _with_stored_turns(self, converted: pa.Table, stored: dict[str, int]) -> pa.Table | None:
+        """``converted`` with the rows of finished episodes already in live_turns (the first ``stored[episode]`` of each),
+        read from there in the converted rows' types; None when they are not all there."""
+        if not stored:
+            return converted
+        con = self.store.con
+        con.register("_stored", pa.table({"episode_id": list(stored), "n": list(stored.values())}))
+        try:
+            rows = con.sql(f"SELECT l.run_id, l.episode_id, {', '.join('l.' + f for f in _TURN_FIELDS)} FROM live_turns AS l "
+                           "JOIN _stored AS s ON l.episode_id = s.episode_id AND l.seq < s.n WHERE l.run_id = $run",
+                           params={"run": self.run_id}).to_arrow_table()  # fmt: skip
+            if rows.num_rows != sum(stored.values()):
+                return None
+            return pa.concat_tables([rows.cast(converted.schema), converted])
+        except (duckdb.Error, pa.ArrowException):
+            return None
+        finally:
+            with contextlib.suppress(duckdb.Error):
+                con.unregister("_stored")
 
     def _storable(self, batch: list[EpisodeRecord], live: list[tuple[str, str, str, list[TurnRow]]]) -> _Tables:
         """The batch's tables after every value its column cannot hold was set to null (named in the episode's error)."""
@@ -304,6 +335,7 @@ class EpisodeWriter:
                 with contextlib.suppress(duckdb.Error):
                     con.unregister(name)
         self._live_stored = (self._live_stored | new_live) - finished
+        self._live_prefix = {e: n for e, n in tables.live_prefix.items() if e not in finished}
         self._stale_live -= finished | new_live
         deletions = [("replace", e) for e in replaced] + [("finish", e) for e in done_live] + [("restart", e) for e in restarted]
         published = {"episodes": tables.episodes, "turns": tables.turns, "model_calls": tables.calls, "live_turns": live_table}
@@ -327,6 +359,30 @@ class _Tables(NamedTuple):
     calls: pa.Table
     live: pa.Table
     finished: set[str]
+    live_prefix: dict[str, _Prefix]  # EpisodeWriter._live_prefix once these are committed
+
+
+class _Prefix(NamedTuple):
+    rows: int  # an episode's first rows stored in live_turns (seq 0..rows-1); -1: not a prefix
+    last: TurnRow | None  # the last of them (the very object)
+
+
+def _prefixes(prefix: dict[str, _Prefix], kept: list[tuple[str, str, str, list[TurnRow]]]) -> dict[str, _Prefix]:
+    """``prefix`` after storing ``kept``'s live rows."""
+    out = dict(prefix)
+    for episode_id, _, _, rows in kept:
+        n = out.get(episode_id, _Prefix(0, None)).rows
+        contiguous = n >= 0 and rows[0].seq == n and rows[-1].seq == n + len(rows) - 1
+        out[episode_id] = _Prefix(n + len(rows), rows[-1]) if contiguous else _Prefix(-1, None)
+    return out
+
+
+def _stored_prefix(prefix: _Prefix | None, rows: list[TurnRow]) -> int:
+    """How many of a finished episode's ``rows`` are in live_turns as they are (0: none to read from there): its first
+    rows, when they are the very objects stored (an episode of another process hands copies: converted, as before)."""
+    if prefix is None or prefix.rows <= 0 or len(rows) < prefix.rows or rows[prefix.rows - 1] is not prefix.last:
+        return 0
+    return prefix.rows if rows[0].seq == 0 and prefix.last is not None and prefix.last.seq == prefix.rows - 1 else 0
 
 
 # Building the tables fails on a value its Arrow type cannot hold (text that is not UTF-8, an integer out of
