@@ -338,3 +338,35 @@ async def test_a_command_that_takes_the_terminals_input_ends_when_it_does(sandbo
             assert await ep.sh("echo next") == "The output of the OS:\n\nnext\n"
     finally:
         await env.close()
+
+
+async def test_the_calc_check_passes_a_right_calc_and_fails_every_wrong_one(sandboxed: None) -> None:
+    """checking/0.sh (the `calc` task): every expression through the episode's calc, one python3 judging them all."""
+    from agentbench_async.envs.os_interaction.grading import grade, run_script
+    from agentbench_async.envs.os_interaction.scripts import SCRIPT_FILES
+
+    check = {"check": [SCRIPT_FILES["checking/0.sh"]]}
+    right = SCRIPT_FILES["example/0.sh"]["code"]
+    printed = 'print("%.6f" % ev(ast.parse(" ".join(sys.argv[1:]), mode="eval")))'
+    assert printed in right
+    body = 'e = " ".join(sys.argv[1:]); v = ev(ast.parse(e, mode="eval")); '
+    variants = {  # name: (the calc's last line, whether the check passes)
+        "right": (printed, True),
+        "more digits and a blank line": (body + 'print("%.9f\\n" % v)', True),
+        "spaces around": (body + 'print("  %.6f  " % v)', True),
+        "rounded to 2 decimals (1/3 is off)": (body + 'print("%.2f" % v)', False),
+        "off by 1e-4 on one expression": (body + 'print("%.6f" % (v + (1e-4 if e == "42" else 0)))', False),
+        "a number followed by text": (body + 'print("%.6f units" % v)', False),
+        "nothing for one expression": (body + 'print("" if e == "42" else "%.6f" % v)', False),
+    }
+    env = OSEnvironment(options={})
+    async with _Episode(env) as ep:
+        sandbox, keep = ep.session._sandbox, ep.session._shell.pids()
+        # every variant written before the first grading (a grading leaves the agent's shell stopped, as the episode ends)
+        for i, (line, _) in enumerate(variants.values()):
+            await ep.sh(right.replace("/usr/local/bin/calc", f"/root/calc-{i}").replace(printed, line))
+        assert not (await grade(sandbox, check, None, 60, keep=keep))[0]  # no calc at all
+        for i, (why, (_, passes)) in enumerate(variants.items()):
+            code, _ = await run_script(sandbox, {"language": "bash", "code": f"cp /root/calc-{i} /usr/local/bin/calc"}, [], 10)
+            assert code == 0
+            assert (await grade(sandbox, check, None, 60, keep=keep))[0] is passes, why
