@@ -2,18 +2,23 @@
 and memory per live episode. The sandbox root is built first if it is not cached yet.
 
     PYTHONPATH=src python bench/env_os.py [--concurrency 1 4 16] [--rounds N] [--official DATA_DIR] [--split dev]
+    PYTHONPATH=src python bench/env_os.py --per-task [--official DATA_DIR] [--split test] [--top 20]
 
 Prints numbers, asserts nothing. Beside episodes/s it prints the CPU an episode costs the whole process
 tree (engine, warden zygote, wardens, bubblewrap, every process in the sandboxes: this process is their
 child subreaper, and each measurement ends by reaping them all), which other load on the machine does not
 move much, and what that allows on this machine's idle cores. ``--official`` runs the oracle over every official task of the split
 (e.g. ``--official ../shared/agentbench-data --split test`` for the 144 std tasks) and lists failures.
+``--per-task`` plays the split's tasks one after another instead and prints the CPU each took (the whole tree, read
+from a cpuacct cgroup of this process's own, v1 or v2: root only): its distribution (minimum, quartiles, mean) and
+the tasks that cost most, which tells the sandbox's own cost (the cheapest tasks) from the tasks' commands.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import ctypes
 import os
 import resource
@@ -156,13 +161,69 @@ async def _throughput(split: str, conc: int, data_dir: Path | None, *, rounds: i
                 print(f"  failed {tid}: {o.status} {o.error or ''}".rstrip())
 
 
+class _CpuCgroup:
+    """A cgroup holding this process (and so everything it starts): its CPU seconds so far."""
+
+    def __init__(self) -> None:
+        v1, v2 = Path("/sys/fs/cgroup/cpuacct"), Path("/sys/fs/cgroup")
+        if (v2 / "cgroup.controllers").exists():
+            self.dir, self.file = v2 / f"agentbench-bench-{os.getpid()}", "cpu.stat"
+        else:
+            self.dir, self.file = v1 / f"agentbench-bench-{os.getpid()}", "cpuacct.usage"
+        self.dir.mkdir()
+        (self.dir / "cgroup.procs").write_text(str(os.getpid()))
+
+    def seconds(self) -> float:
+        text = (self.dir / self.file).read_text()
+        if self.file == "cpu.stat":
+            return int(text.split("usage_usec", 1)[1].split()[0]) / 1e6
+        return int(text) / 1e9
+
+
+async def _per_task(split: str, data_dir: Path | None, top: int) -> None:
+    try:
+        cg = _CpuCgroup()
+    except OSError as exc:
+        print(f"--per-task needs a cgroup of its own (root, cpuacct or cgroup v2): {exc}")
+        return
+    env = make_env("os", data_dir=data_dir)
+    await env.start()
+    tasks = list(env.tasks(split))
+    await play(env, tasks[0], "oracle")  # the spares start from here on, as in a run
+    costs = []
+    for task in tasks:
+        await env._spares.settle()  # noqa: SLF001 - the previous machine closed, the next spares made: not this task's
+        before = cg.seconds()
+        outcome = (await play(env, task, "oracle")).outcome
+        await env._spares.settle()  # noqa: SLF001 - this task's machine closed (its spare's replacement counts here)
+        costs.append((cg.seconds() - before, task.task_id, outcome.success))
+    await env.close()
+    ms = sorted(c * 1000 for c, _, _ in costs)
+    q = lambda f: ms[min(len(ms) - 1, int(len(ms) * f))]  # noqa: E731
+    src = "official" if data_dir else "built-in"
+    print(f"{src} {split}, {len(ms)} tasks one after another, CPU of the whole tree a task: min {ms[0]:.0f} ms, "
+          f"p25 {q(0.25):.0f}, median {q(0.5):.0f}, p75 {q(0.75):.0f}, mean {sum(ms) / len(ms):.0f}, max {ms[-1]:.0f}; "
+          f"the {top} costliest {sum(sorted(ms)[-top:]) / sum(ms):.0%} of the total")
+    for cost, task_id, ok in sorted(costs, reverse=True)[:top]:
+        print(f"  {cost * 1000:7.0f} ms  {task_id}{'' if ok else '  (failed)'}")
+    with contextlib.suppress(OSError):
+        (cg.dir.parent / "cgroup.procs").write_text(str(os.getpid()))
+        cg.dir.rmdir()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--concurrency", type=int, nargs="+", default=[1, 4, 16])
     ap.add_argument("--split", default="dev")
     ap.add_argument("--official", type=Path, default=None)
     ap.add_argument("--rounds", type=int, default=None, help="play the split this many times per measurement (default: 8 built-in, 1 official)")
+    ap.add_argument("--per-task", action="store_true", help="each task's CPU, the tasks played one after another")
+    ap.add_argument("--top", type=int, default=20, help="with --per-task: how many of the costliest tasks to list")
     args = ap.parse_args()
+    if args.per_task:
+        print(f"cpus: {os.cpu_count()}, load average {os.getloadavg()[0]:.1f} (other processes share the machine)")
+        asyncio.run(_per_task(args.split, args.official, args.top))
+        return
     ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: orphaned descendants are reaped here
     print(f"cpus: {os.cpu_count()}, load average {os.getloadavg()[0]:.1f} (other processes share the machine)")
     asyncio.run(_start_cost())
