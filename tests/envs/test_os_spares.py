@@ -134,12 +134,12 @@ async def test_closing_a_sandbox_with_its_shell_and_a_script_still_running_leave
 async def test_a_burst_of_episodes_queues_for_the_environments_work_and_no_init_times_out(sandboxed: None) -> None:
     """Every episode of a run starts at once: the sandboxes' starts and the tasks' init scripts take turns for
     ``script_concurrency`` places, and a script's timeout counts from its own start, not from the burst's."""
-    env = OSEnvironment(options={"script_concurrency": 1, "script_timeout": 3, "concurrency": 8})
+    env = OSEnvironment(options={"script_concurrency": 1, "script_timeout": 5, "concurrency": 8})
     assert env.capacity == 8
-    # each init records when it ran (host clock, shared by the sandboxes), then takes 1 s: 4 of them in turn take ~4 s,
-    # more than a script's 3 s, so a timeout counted from the burst's start would end the later ones
+    # each init records when it ran (host clock, shared by the sandboxes), then takes 1 s: 6 of them in turn take ~6 s,
+    # more than a script's 5 s, so a timeout counted from the burst's start would end the later ones
     init = "date +%s.%N > /root/began; sleep 1; date +%s.%N > /root/ended"
-    sessions = [await env.open_session(_task(i, init=init), EpisodeContext(episode_id=f"b{i}")) for i in range(4)]
+    sessions = [await env.open_session(_task(i, init=init), EpisodeContext(episode_id=f"b{i}")) for i in range(6)]
     try:
         await asyncio.gather(*(s.begin() for s in sessions))  # an init that timed out would raise EnvError here
         spans = []
@@ -148,7 +148,7 @@ async def test_a_burst_of_episodes_queues_for_the_environments_work_and_no_init_
             spans.append((float(began), float(ended)))
         spans.sort()
         assert all(later[0] >= earlier[1] for earlier, later in zip(spans, spans[1:])), spans  # one after another
-        assert spans[-1][1] - spans[0][0] >= 3.0
+        assert spans[-1][1] - spans[0][0] >= 5.0
     finally:
         for s in sessions:
             await s.close()
