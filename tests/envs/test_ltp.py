@@ -409,3 +409,22 @@ def test_judge_instructions_are_as_strict_as_upstreams(language: str) -> None:
     assert ("otherwise" in rule5) if language == "en" else ("其他时候" in rule5)
     # the key comparison asks about key details and descriptions, answered yes or no
     assert ("key details and descriptions" in p.compare) if language == "en" else ("关键细节和描述" in p.compare)
+
+
+def test_a_run_of_the_chinese_puzzles_stores_their_wording_and_is_not_resumed_into_an_earlier_ones(official_data_dir: Path, tmp_path: Path) -> None:
+    """Runs of the Chinese puzzles before issue 38 played ZHPrompter's words with ``language: zh`` alone; now that the
+    default is v0.2's English wording, the run stores ``prompter: en``, so its fingerprint is not an earlier run's."""
+    from agentbench_async.config import build_config
+
+    def cfg(options: dict[str, Any]):  # type: ignore[no-untyped-def]
+        return build_config({"out": tmp_path / "r.duckdb", "envs": ["ltp"], "split": "dev", "data_dir": str(official_data_dir),
+                             "models": [{"name": "mock-oracle", "base_url": "http://127.0.0.1:1/v1"}],
+                             "judge": {"name": "mock-judge", "base_url": "http://127.0.0.1:1/v1"}, "env_options": {"ltp": options}})  # fmt: skip
+
+    zh = cfg({"language": "zh"})
+    assert zh.env_options["ltp"] == {"language": "zh", "prompter": "en"}
+    earlier = cfg({"language": "zh"})
+    earlier.env_options = {"ltp": {"language": "zh"}}  # as an earlier version stored it
+    assert zh.fingerprint() != earlier.fingerprint()
+    assert cfg({"language": "zh", "prompter": "zh"}).env_options["ltp"] == {"language": "zh", "prompter": "zh"}
+    assert cfg({}).env_options.get("ltp", {}) == {}  # English puzzles: nothing added, earlier runs' fingerprints kept

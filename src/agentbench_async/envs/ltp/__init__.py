@@ -50,6 +50,16 @@ class LTPEnvironment(Environment):
     }
 
     @classmethod
+    def settled_options(cls, data_dir: Path | None, options: Mapping[str, Any]) -> dict[str, Any]:
+        """The Chinese puzzles' wording, stored when not given: until issue 38 they were played in ZHPrompter's words, now
+        in v0.2's English ones, so a run of them records ``prompter`` and is never resumed into an earlier one's results
+        (whose stored options lack it: another fingerprint)."""
+        settled = dict(options)
+        if str(settled.get("language") or "en") == "zh" and "prompter" not in settled:
+            settled["prompter"] = "en"
+        return settled
+
+    @classmethod
     def missing_data(cls, data_dir: Path, options: Mapping[str, Any], split: str, action_mode: str) -> str | None:
         return missing_file([official_path(data_dir, str(options.get("language") or "en"), split), upstream_path(data_dir, V02, UPSTREAM_TASK)])
 
