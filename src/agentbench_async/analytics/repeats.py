@@ -9,21 +9,15 @@ from __future__ import annotations
 import polars as pl
 
 from .loading import Results
-from .scores import DENOMINATORS
+from .scores import denominator_view
 from .stats import pass_at_k, pass_hat_k
-
-
-def _view(res: Results, name: str, denominator: str) -> pl.DataFrame:
-    if denominator not in DENOMINATORS:
-        raise ValueError(f"denominator {denominator!r}: use one of {', '.join(DENOMINATORS)}")
-    return res.view(name if denominator == "paper" else f"{name}_outcomes")
 
 
 def pass_k_table(res: Results, denominator: str = "paper") -> pl.DataFrame:
     """pass@k and pass^k (k = 1 .. the smallest number of tries of a task in the denominator) averaged over tasks;
     ``infra``: the infrastructure failures among the tasks' tries (counted as failed tries under ``paper``, left
     out under ``outcomes``). Empty when no task was repeated."""
-    tasks = _view(res, "task_repeats", denominator)
+    tasks = denominator_view(res, "task_repeats", denominator)
     rows = []
     for (model, env, config_id), group in tasks.group_by(["model", "env", "config_id"], maintain_order=True):
         k_max = int(group["n"].min())
@@ -52,4 +46,4 @@ def pass_k_table(res: Results, denominator: str = "paper") -> pl.DataFrame:
 def spread_table(res: Results, denominator: str = "paper") -> pl.DataFrame:
     """The ``repeat_spread`` view (``repeat_spread_outcomes`` for ``outcomes``), only for model x env with more than
     one repeat."""
-    return _view(res, "repeat_spread", denominator).filter(pl.col("repeats") > 1).sort("model", "env", "config_id")
+    return denominator_view(res, "repeat_spread", denominator).filter(pl.col("repeats") > 1).sort("model", "env", "config_id")

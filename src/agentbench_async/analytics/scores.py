@@ -11,14 +11,20 @@ from .stats import ABBREV, WEIGHT_INV, bootstrap_interval, overall_score
 DENOMINATORS = ("paper", "outcomes")
 
 
+def denominator_view(res: Results, name: str, denominator: str) -> pl.DataFrame:
+    """The view ``name`` under ``denominator``: ``paper``'s is ``name`` itself, ``outcomes``' is ``<name>_outcomes``
+    (``env_scores``, ``task_repeats``, ``repeat_spread``); anything else is a ValueError naming the choices."""
+    if denominator not in DENOMINATORS:
+        raise ValueError(f"denominator {denominator!r}: use one of {', '.join(DENOMINATORS)}")
+    return res.view(name if denominator == "paper" else f"{name}_outcomes")
+
+
 def env_scores(res: Results, denominator: str = "paper") -> pl.DataFrame:
     """The ``env_scores`` view (one row per model x env x configuration) plus ``ci_low``/``ci_high``/``ci_method``
     (Wilson for 0/1 scores, from the view; a fixed-seed bootstrap of the mean otherwise). ``denominator``: ``paper``
     (every episode; an infrastructure failure scores 0, as the paper counts every sample) or ``outcomes`` (the
     model's own outcomes only: the ``env_scores_outcomes`` view)."""
-    if denominator not in DENOMINATORS:
-        raise ValueError(f"denominator {denominator!r}: use one of {', '.join(DENOMINATORS)}")
-    base = (res.env_scores if denominator == "paper" else res.env_scores_outcomes).sort("model", "env", "config_id")
+    base = denominator_view(res, "env_scores", denominator).sort("model", "env", "config_id")
     if base.is_empty():
         return base.with_columns(
             pl.lit(None, pl.Float64).alias("ci_low"), pl.lit(None, pl.Float64).alias("ci_high"), pl.lit(None, pl.Utf8).alias("ci_method")
