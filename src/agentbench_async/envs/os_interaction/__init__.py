@@ -12,8 +12,7 @@ import asyncio
 import contextlib
 import os
 import re
-from collections.abc import AsyncIterator
-from collections.abc import Iterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 

@@ -28,8 +28,8 @@ import shutil
 import signal
 import tempfile
 import uuid
-from pathlib import Path
 from collections.abc import Set as AbstractSet
+from pathlib import Path
 from typing import Any
 
 from ...errors import EnvError, EnvUnavailableError
