@@ -59,7 +59,7 @@ from .envs.taskfiles import missing_file, read_json, read_text
 from .errors import AgentBenchError, ConfigError, ContextLimitError, EnvError, EnvUnavailableError, ModelError, TaskFileError
 from .mock.policy import Policy, PolicyReply, PolicyRequest, stable_choice
 from .processes import lower_priority, pid_alive
-from .settings import Deviation
+from .deviation import Deviation
 from .testing import play
 from .types import Message, ModelReply, ToolCall
 

@@ -9,9 +9,12 @@ config, so files written before the list was stored get the same answer.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from typing import Any
 
+from .deviation import Deviation
+from .envs import env_class
+from .envs.own_tasks import own_task_deviations, own_task_file
 from .errors import AgentBenchError
 
 AGENTBENCH_HISTORY = "agentbench"  # v0.2 truncates every task's history to 3,500 segments
@@ -20,28 +23,8 @@ DEVIATIONS_KEY = "agentbench_deviations"  # where the list is stored in runs.con
 DATA_DIR_SKIPPED = "data_dir_skipped"  # runs.config: environments that ran without --data-dir -> what they missed there
 
 
-@dataclass(frozen=True)
-class Deviation:
-    """One result-deciding setting of a run that is not AgentBench v0.2's."""
-
-    setting: str  # e.g. "history", "ltp.rounds", "models[0].context_window"
-    value: str  # the run's value
-    agentbench: str  # AgentBench v0.2's behaviour
-    note: str = "not comparable to the paper"
-    envs: tuple[str, ...] = ()  # the environments whose scores it concerns; empty: every environment of the run
-
-    def line(self) -> str:
-        return f"{self.setting}: {self.value} — {self.note} (AgentBench v0.2: {self.agentbench})"
-
-    def concerns(self, env: str) -> bool:
-        """Whether this difference bears on ``env``'s scores."""
-        return not self.envs or env in self.envs
-
-
 def env_result_options(env: str) -> dict[str, Any]:
     """``env``'s options that decide results, with AgentBench v0.2's value (None: no such option upstream)."""
-    from .envs import env_class  # late: the environments import the engine's modules
-
     try:
         return dict(env_class(env).result_options)
     except AgentBenchError:
@@ -50,8 +33,6 @@ def env_result_options(env: str) -> dict[str, Any]:
 
 def env_deviations(env: str, config: dict[str, Any]) -> list[Deviation]:
     """``env``'s own differences from AgentBench v0.2 in a run with this stored config (its prompts' wording, ...)."""
-    from .envs import env_class
-
     options = (config.get("env_options") or {}).get(env) or {}
     try:
         cls = env_class(env)
@@ -68,8 +49,6 @@ def env_data_dir(env: str, config: dict[str, Any]) -> Any:
 
 def official_tasks(env: str, config: dict[str, Any]) -> bool:
     """Whether the run played ``env``'s official tasks (``--data-dir``, or the environment's own download)."""
-    from .envs import env_class
-
     options = (config.get("env_options") or {}).get(env) or {}
     try:
         return env_class(env).plays_official_tasks(env_data_dir(env, config), options)
@@ -86,8 +65,6 @@ def deviations(config: dict[str, Any]) -> list[Deviation]:
     if config.get("action_mode") == "tools":
         out.append(Deviation("action_mode", "tools", "text actions (tools mode is AgentBench FC's function calling)"))
     envs = config.get("envs") or []
-    from .envs.own_tasks import own_task_deviations, own_task_file
-
     own = [env for env in envs if not official_tasks(env, config) and own_task_file(env, config) is None]
     if "data_dir" in config and own:
         value = "built-in task suites" + ("" if len(own) == len(envs) else f" ({', '.join(own)})")

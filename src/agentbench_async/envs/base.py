@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from ..settings import Deviation
+from ..deviation import Deviation
 from ..types import Message, ModelReply
 from .options import Option, check_options
 from .own_tasks import RESERVED_OPTIONS, TASKS_FILE

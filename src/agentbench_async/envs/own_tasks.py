@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import AgentBenchError, ConfigError
-from ..settings import Deviation
+from ..deviation import Deviation
 
 TASKS_FILE = "tasks_file"  # the environment option the three spellings set
 TASKS_SHA256 = "tasks_sha256"  # set by the run: the file's sha256 when the config was read

@@ -36,7 +36,7 @@ from typing import Any
 import yaml
 
 from ..errors import TaskFileError
-from ..settings import Deviation
+from ..deviation import Deviation
 
 UPSTREAM_DIR = "upstream-prompts"
 V02 = "v0.2"  # THUDM/AgentBench 41e6807349f741e06428fae3e9e4d334e7002362 (the ICLR-2024 numbers)
