@@ -102,6 +102,19 @@ SELECT
 FROM c
 LEFT JOIN t ON c.caller = 'agent' AND c.model = t.model AND c.env IS NOT DISTINCT FROM t.env;
 
+-- thinking_removed: per run x model x environment where it happened, the model's replies whose <think> block was cut out
+-- of the content before the environment read it (turns.think_removed; reasoning_handling: separate) and all its replies
+-- there. AgentBench v0.2 parsed the whole content and kept it in the history: a named deviation (run_settings.py).
+CREATE OR REPLACE VIEW thinking_removed AS
+SELECT e.run_id, e.model, e.env,
+       count(*) FILTER (WHERE t.think_removed) AS replies_touched,
+       count(*) AS replies
+FROM turns AS t
+JOIN (SELECT DISTINCT run_id, episode_id, model, env FROM episodes) AS e USING (run_id, episode_id)
+WHERE t.role = 'assistant' AND NOT coalesce(t.injected, false)
+GROUP BY ALL
+HAVING count(*) FILTER (WHERE t.think_removed) > 0;
+
 -- call_rates: per model, HTTP attempts per second of wall-clock time: calls / the wall-clock seconds of the runs
 -- that made them (run_states.wall_s: a run's start to its end, idle seconds included), beside the busiest
 -- second (peak_calls_per_s), the seconds in which a call started (seconds_with_calls) and busy_s: the seconds

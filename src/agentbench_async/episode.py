@@ -157,6 +157,7 @@ async def run_episode(env: Environment, spec: EpisodeSpec, agent: AgentFn, judge
             reply_msg = reply.as_message()
             row = transcript.add(turn, reply_msg, reply=True)
             row.reasoning = reply.reasoning  # stored; the environment parses reply.content only
+            row.think_removed = reply.think_removed
             step_turn = _STEP_TURN.set(turn)
             try:
                 step = await session.step(reply)

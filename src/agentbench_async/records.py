@@ -36,6 +36,9 @@ class TurnRow:
     # the environment's set-up text, not the model's reply (few-shot examples, acknowledgements, rules
     # re-inserted): the engine sets it (store/schema.py, turns.injected)
     injected: bool = False
+    # assistant rows: a <think> block was cut out of the content before the environment read it (reasoning_handling:
+    # separate; AgentBench v0.2 parsed the whole content): store/schema.py, turns.think_removed
+    think_removed: bool | None = None
 
 
 @dataclass(slots=True)

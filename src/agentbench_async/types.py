@@ -58,6 +58,9 @@ class ModelReply:
     usage: Usage = field(default_factory=Usage)
     reasoning: str | None = None  # thinking separated from ``content`` (never parsed by an environment)
     thinking_blocks: list[dict[str, Any]] | None = None  # Anthropic's raw thinking blocks (with signatures)
+    # a ``<think>`` block was cut out of ``content`` (reasoning_handling: separate) before an environment read it:
+    # AgentBench v0.2 would have parsed it and kept it in the history (turns.think_removed, a named deviation)
+    think_removed: bool = False
 
     def as_message(self) -> Message:
         """The reply as history: the thinking text is left out; Anthropic's thinking blocks ride along

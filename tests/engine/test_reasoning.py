@@ -13,6 +13,7 @@ from rich.console import Console
 
 from agentbench_async.analytics import load
 from agentbench_async.analytics.commands import report as report_command
+from agentbench_async.analytics.run_settings import episode_differences
 from agentbench_async.analytics.transcript import render_episode
 from agentbench_async.errors import ConfigError
 from agentbench_async.mock.providers import THINKING_TEXT
@@ -122,6 +123,39 @@ async def test_raw_handling_keeps_agentbench_behaviour(tmp_path):
     # as upstream: the whole content reaches the parser, which takes the draft inside the thinking
     assert summary.statuses == {"completed": 3} and query(out, "SELECT max(score) FROM episodes") == [(0.0,)]
     assert query(out, "SELECT count(*) FROM turns WHERE role = 'assistant' AND content LIKE '<think>%' AND reasoning IS NULL")[0][0] >= 3
+
+
+async def test_thinking_cut_from_the_content_is_named_with_the_replies_it_touched_and_raw_is_v02(tmp_path):
+    """Defaults on a model that writes <think> into its content: the report, its JSON and the score's footnote name
+    reasoning_handling with how many replies it touched; the same run with raw sends the whole content back and
+    names nothing (AgentBench v0.2 parsed it whole: test_raw_handling_keeps_agentbench_behaviour)."""
+    import json
+
+    from agentbench_async.analytics.report import build_report
+
+    outs = {}
+    for handling in ("separate", "raw"):
+        server = await start_mock(reasoning="think")
+        outs[handling] = tmp_path / f"{handling}.duckdb"
+        try:
+            await run(echo_config(outs[handling], server.base_url, models=[{"name": "mock-oracle", "reasoning_handling": handling}], limit=3))
+        finally:
+            await server.stop()
+    replies = query(outs["separate"], "SELECT count(*) FROM turns WHERE role = 'assistant'")[0][0]
+    assert query(outs["separate"], "SELECT count(*) FROM turns WHERE think_removed")[0][0] == replies
+    assert query(outs["raw"], "SELECT count(*) FROM turns WHERE think_removed")[0][0] == 0
+    line = f"reasoning_handling: separate (thinking removed from {replies} of {replies} replies) — AgentBench v0.2 parsed the whole content"
+    for handling, named in (("separate", True), ("raw", False)):
+        console = Console(file=io.StringIO(), width=400)
+        assert report_command([outs[handling]], html=None, json_out=False, console=console) == 0
+        assert (line in console.file.getvalue()) is named
+        with load(outs[handling]) as res:
+            built = build_report(res)
+            label = built.scores.filter(env="echo")["settings"][0]
+            exported = json.loads(json.dumps(built.to_dict(), default=str))["settings_differing_from_agentbench"]
+            shown = episode_differences(res, res.runs["run_id"][0], "echo")
+        assert ("reasoning_handling" in label) is named and ("reasoning_handling" in shown) is named
+        assert [r["value"] for r in exported if r["setting"] == "reasoning_handling"] == ([line.split(": ", 1)[1].split(" — ")[0]] if named else [])
 
 
 async def test_anthropic_thinking_blocks_go_back_unchanged_with_tool_use(tmp_path):

@@ -86,10 +86,12 @@ class OpenAIClient(ModelClient):
         reasoning = message_reasoning(message)
         if reasoning is not None:
             reasoning = read.clean(reasoning, "message.reasoning")
+        think_removed = False
         if self._split and content:
             thought, content = split_think(content)
             if thought is not None:
                 reasoning = f"{reasoning}\n\n{thought}" if reasoning else thought
+                think_removed = True
         return ModelReply(
             content=content,
             tool_calls=tool_calls,
@@ -103,6 +105,7 @@ class OpenAIClient(ModelClient):
                 if isinstance(prompt_details, dict) else None,
             ),
             reasoning=reasoning,
+            think_removed=think_removed,
         )
 
     @staticmethod

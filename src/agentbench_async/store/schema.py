@@ -64,12 +64,15 @@ CREATE TABLE IF NOT EXISTS turns (
     tool_calls   JSON,                  -- assistant rows in tools mode
     created_at   TIMESTAMPTZ,
     reasoning    VARCHAR,               -- assistant rows: the model's thinking, separated from content
-    injected     BOOLEAN                -- TRUE: the environment wrote this message, not as its answer to the model
+    injected     BOOLEAN,               -- TRUE: the environment wrote this message, not as its answer to the model
                                         -- but as set-up that can read like the model's words: few-shot examples
                                         -- and acknowledgements in the assistant role, rules re-inserted (never the
                                         -- model's reply); FALSE: the model's own reply, or the environment's prompt
                                         -- or observation; NULL in files written before the column existed (the
                                         -- views then take the first row of each turn >= 1 as the model's reply)
+    think_removed BOOLEAN               -- assistant rows: TRUE when a <think> block was cut out of the content before
+                                        -- the environment read it (reasoning_handling: separate); AgentBench v0.2
+                                        -- parsed the whole content. NULL in files written before the column existed
 );
 CREATE TABLE IF NOT EXISTS model_calls (
     run_id        VARCHAR NOT NULL,
@@ -149,6 +152,7 @@ ADDED_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("model_calls", "tpm_limit", "BIGINT"),
     ("model_calls", "queue_ms", "DOUBLE"),
     ("model_calls", "server_queue_ms", "DOUBLE"),
+    ("turns", "think_removed", "BOOLEAN"),
 )
 
 
