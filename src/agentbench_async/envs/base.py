@@ -33,9 +33,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from ..deviation import Deviation
+from ..errors import ConfigError, TaskFileError
 from ..types import Message, ModelReply
-from .options import Option, check_options
-from .own_tasks import RESERVED_OPTIONS, TASKS_FILE
+from .options import RESERVED_OPTIONS, TASKS_FILE, Option, check_options
 
 if TYPE_CHECKING:
     from ..mock.policy import Policy
@@ -204,8 +204,6 @@ class Environment(abc.ABC):
     def read_task_file(cls, path: Path, split: str, options: Mapping[str, Any]) -> Iterator[Task]:
         """The tasks of a file of the user's own in ``task_file_format`` (source ``custom``), played in either split
         instead of the built-in or official ones; a bad record is a ``TaskFileError`` naming file, record and field."""
-        from ..errors import ConfigError
-
         raise ConfigError(f"{cls.name} reads no task file of your own")
 
     def own_tasks(self, split: str) -> Iterator[Task] | None:
@@ -284,8 +282,6 @@ class Environment(abc.ABC):
         for task in self.tasks(split):
             if task.task_id == task_id:
                 return task
-        from ..errors import TaskFileError
-
         raise TaskFileError(f"{self.name}: no task {task_id!r} in split {split!r}")
 
     @classmethod

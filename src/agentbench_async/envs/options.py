@@ -18,6 +18,11 @@ from typing import Any, Literal
 from ..bounds import redact_url, url_problem
 from ..errors import ConfigError
 
+# Options every environment accepts, whatever its option_specs: a task file of the user's own (own_tasks.py)
+TASKS_FILE = "tasks_file"  # the environment option --tasks ENV=PATH, tasks: {ENV: PATH} and tasks_file all set
+TASKS_SHA256 = "tasks_sha256"  # set by the run: the file's sha256 when the config was read
+RESERVED_OPTIONS = (TASKS_FILE, TASKS_SHA256)
+
 
 def int_option(env: str, key: str, value: object, *, minimum: int = 1, maximum: int | None = None, meaning: str = "") -> int:
     """``value`` as an integer of at least ``minimum`` (1: positive, 0: non-negative) and at most ``maximum``, else a

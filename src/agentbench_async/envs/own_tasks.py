@@ -15,12 +15,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..errors import AgentBenchError, ConfigError
 from ..deviation import Deviation
+from ..errors import AgentBenchError, ConfigError
+from . import env_class
+from .options import TASKS_FILE, TASKS_SHA256
 
-TASKS_FILE = "tasks_file"  # the environment option the three spellings set
-TASKS_SHA256 = "tasks_sha256"  # set by the run: the file's sha256 when the config was read
-RESERVED_OPTIONS = (TASKS_FILE, TASKS_SHA256)  # accepted by every environment, whatever its option_specs
 SOURCE = "custom"  # Task.source / episodes.source of such tasks
 
 
@@ -48,8 +47,6 @@ def merge_tasks_setting(raw: Any, env_options: dict[str, dict[str, Any]], where:
 def settle_task_files(env_options: dict[str, dict[str, Any]], split: str, where: str) -> None:
     """Every environment given a task file of the user's own: the file read in full (one line for the first bad
     record), its absolute path and sha256 stored in the options. Called when the run's config is read."""
-    from . import env_class
-
     for env, options in env_options.items():
         if not options.get(TASKS_FILE):
             continue
