@@ -15,9 +15,10 @@ from rich.markup import escape
 from rich.table import Table
 
 from . import __version__, eventloop
-from .bounds import check_http_url, check_port
+from .bounds import ERROR_LINE_CHARS, check_http_url, check_port, excerpt
 from .config import RunConfig, build_config, load_config_file
 from .errors import AgentBenchError, ConfigError
+from .redaction import redact
 from .wording import counted
 
 _console = Console()
@@ -643,12 +644,24 @@ _COMMANDS = {
 }  # fmt: skip
 
 
+def _error_line(exc: Exception) -> str:
+    """The one line an error is printed as: without the run's secrets (redacted before it is cut), at most
+    ``ERROR_LINE_CHARS`` characters (a message echoing a huge input keeps its start and its end), no line breaks. An
+    OSError names its file and what the system said."""
+    if isinstance(exc, OSError) and not isinstance(exc, AgentBenchError):
+        where = " -> ".join(str(f) for f in (exc.filename, exc.filename2) if f is not None)
+        text = f"{where}: {exc.strerror or exc}; give a path you can write" if where else str(exc)
+    else:
+        text = str(exc)
+    return excerpt(redact(text).replace("\r", " ").replace("\n", " "), ERROR_LINE_CHARS)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         return _COMMANDS[args.command](args)
     except AgentBenchError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {_error_line(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         _err.print("interrupted")
@@ -659,6 +672,9 @@ def main(argv: list[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 1
+    except OSError as exc:  # a file or folder this command writes or reads that the system refuses (/proc, a full disk, a long name)
+        print(f"error: {_error_line(exc)}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

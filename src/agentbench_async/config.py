@@ -15,7 +15,8 @@ from typing import Any
 
 import yaml
 
-from .bounds import DEFAULT_MAX_RESPONSE_BYTES, check_http_url, check_yaml_depth, read_config_text, redact_url
+from .bounds import DEFAULT_MAX_RESPONSE_BYTES, check_http_url, load_yaml, read_config_text, redact_url
+from .differences import deciding_model_fields
 from .distributed import RaySettings, ray_settings
 from .envs import available_envs, env_class, plugin_envs
 from .envs.own_tasks import TASKS_FILE, TASKS_SHA256, merge_tasks_setting, settle_task_files
@@ -24,6 +25,7 @@ from .history import POLICY_NAMES
 from .models import PROVIDERS, ModelConfig
 from .models.batches import batch_settings
 from .models.families import ADAPTABLE, apply_family_defaults, apply_sdk_environment, check_key
+from .redaction import SECRETS, register_url
 from .settings import AGENTBENCH_HISTORY, DATA_DIR_SKIPPED, DEVIATIONS_KEY, deviations_json
 
 SPLIT_ALIASES = {"std": "test"}  # AgentBench's own name for the test split
@@ -78,7 +80,7 @@ class RunConfig:
             public["ray"] = self.ray.public_dict()
         if self.task_ids is not None:  # which tasks were picked (a selection, like limit: not in the fingerprint)
             public["task_ids"] = list(self.task_ids)
-        return public
+        return SECRETS.value(public)  # no secret of the run's (a header's value, a password in an option) is stored
 
     def check_keys(self) -> None:
         """Every model's (and the judge's) key variable, checked before the result file is created."""
@@ -135,17 +137,6 @@ def _without_credentials(env_options: dict[str, dict[str, Any]]) -> dict[str, di
     """Environment options as stored: a URL's user and password (``db_url: mysql://root:secret@host/db``) as ``***``."""
     return {env: {k: redact_url(v) if isinstance(v, str) and "://" in v else v for k, v in opts.items()}
             for env, opts in env_options.items()}  # fmt: skip
-
-
-def deciding_model_fields(model: Mapping[str, Any]) -> dict[str, Any]:
-    """The fields of a model's config (``ModelConfig`` fields, or a stored ``runs.config`` models entry) that decide
-    its results: they are in the run's fingerprint, and reports tell configurations apart by them."""
-    decisive = {k: model.get(k) for k in ("name", "provider", "model", "temperature", "max_tokens", "extra_body", "context_window")}
-    # reasoning settings count only when set, so files written before they existed still resume
-    decisive.update({k: model[k] for k in ("max_tokens_param", "reasoning_effort", "thinking") if model.get(k) is not None})
-    if model.get("reasoning_handling", "separate") != "separate":
-        decisive["reasoning_handling"] = model["reasoning_handling"]
-    return decisive
 
 
 _TOP_KEYS = {
@@ -289,8 +280,7 @@ def envs_missing_data(envs: list[str], data_dir: Path, env_options: Mapping[str,
 def load_config_file(path: Path) -> dict[str, Any]:
     text = read_config_text(path)  # size-capped, UTF-8 (bounds.py)
     try:
-        check_yaml_depth(text, path)
-        raw = yaml.safe_load(text)
+        raw = load_yaml(text, path)  # bounded by what it expands to (bounds.py)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark else ""
@@ -361,6 +351,8 @@ def build_config(raw: dict[str, Any], *, where: str = "config") -> RunConfig:
     env_options = {env_named(env, f"{where}: env_options"): dict(options) for env, options in env_options.items()}
     merge_tasks_setting(raw.get("tasks"), env_options, where)  # tasks: {ENV: PATH}, the user's own task files
     for env, options in env_options.items():  # every option against its environment's declarations, now
+        for value in options.values():  # a URL's user and password (db_url): never stored or printed (redaction.py)
+            register_url(value)
         try:
             cls = env_class(env)
         except AgentBenchError as exc:

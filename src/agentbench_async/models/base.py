@@ -24,10 +24,11 @@ from urllib.parse import urlsplit
 import aiohttp
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
 
-from ..bounds import DEFAULT_MAX_RESPONSE_BYTES, BodyTooLarge, read_body
+from ..bounds import DEFAULT_MAX_RESPONSE_BYTES, BodyTooLarge, read_body, url_userinfo
 from ..errors import ConfigError, ContextLimitError, ModelError, RetryableModelError
 from ..limits import ModelLimits
 from ..records import CallRow, now
+from ..redaction import SECRETS, redact, register, register_url
 from ..types import Message, ModelReply
 from .network import Route, redact_url, request_kwargs, route
 from .replies import MalformedReply, ReplyReader
@@ -124,6 +125,11 @@ class ModelConfig:
 
     def check(self, where: str) -> None:
         """The reasoning-related fields and the constraints their APIs set, checked at config time."""
+        self.register_secrets()  # before any message could name them
+        if self.api_key_env and self.base_url and url_userinfo(self.base_url) is not None:
+            raise ConfigError(f"{where}.base_url: {redact_url(self.base_url)!r} carries a user and password, sent as the Authorization "
+                              f"header, and the model has a key (${self.api_key_env}) sent as the same header; a request carries one: "
+                              "drop the credentials from base_url (a gateway's own go in headers) or set api_key_env: null")  # fmt: skip
         if self.max_tokens_param not in (None, "max_tokens", "max_completion_tokens"):
             raise ConfigError(f"{where}.max_tokens_param: {self.max_tokens_param!r} is not max_tokens or max_completion_tokens")
         if self.reasoning_handling not in REASONING_HANDLING:
@@ -181,6 +187,7 @@ class ModelConfig:
         if not self.api_key_env:
             return None
         key = os.environ.get(self.api_key_env)
+        register(key)  # never stored or printed from now on (redaction.py)
         if not key:
             raise ConfigError(
                 f"{where or 'model ' + repr(self.name)}: environment variable {self.api_key_env} is not set (export it, "
@@ -192,9 +199,18 @@ class ModelConfig:
         """The config as stored in ``runs.config`` (no secret in it: the key's variable name only, and a
         proxy URL without its credentials)."""
         out = {k: v for k, v in self.__dict__.items() if k != "left_to_engine"}
-        if self.proxy:
-            out["proxy"] = redact_url(self.proxy)
+        for name in ("proxy", "base_url"):
+            if out.get(name):
+                out[name] = redact_url(out[name])
         return out
+
+    def register_secrets(self) -> None:
+        """This model's credentials besides its key (read by ``api_key``) are secrets of this process (``redaction.py``):
+        the user and password of its base_url and proxy, the values of the extra headers it sends."""
+        register_url(self.base_url)
+        register_url(self.proxy)
+        for value in (self.headers or {}).values():
+            register(value)
 
     def route(self, where: str | None = None) -> Route:
         """How this model's server is reached (proxy, TLS), decided once."""
@@ -246,7 +262,8 @@ class ModelClient(abc.ABC):
         self.limits = limits
         self.base_url = (config.base_url or self.default_base_url).rstrip("/")
         self.endpoint = self.base_url  # where a model call is posted (each provider sets its own)
-        self._api_key = config.api_key()
+        self._api_key = config.api_key()  # registered as a secret when read, as are the config's other credentials
+        config.register_secrets()
         # as the SDKs (openai-python 3.3.1, anthropic-sdk-python 0.121.0: httpx.Timeout(600, connect=5.0)); aiohttp's
         # connect would also count the wait for a pooled connection, sock_connect is the connection itself
         self._timeout = aiohttp.ClientTimeout(total=config.timeout, sock_connect=min(SDK_CONNECT_TIMEOUT_S, config.timeout))
@@ -386,7 +403,7 @@ class ModelClient(abc.ABC):
                     self._observe(row, None, None, sent_at)
                     row.latency_ms = (time.perf_counter() - start) * 1000
                     kind = "timeout" if isinstance(exc, asyncio.TimeoutError) else type(exc).__name__
-                    row.error = self._redact(f"{kind}: {exc}"[:300] if str(exc) else kind)
+                    row.error = self._redact(f"{kind}: {exc}")[:300] if str(exc) else kind
                     raise RetryableModelError(row.error) from None
                 row.latency_ms = (time.perf_counter() - start) * 1000
                 row.retry_after_s = retry_after
@@ -426,16 +443,16 @@ class ModelClient(abc.ABC):
         try:
             body = self._decode(raw)
         except (ValueError, RecursionError, KeyError, TypeError) as exc:  # not JSON (an HTML error page, a cut body), or nested past any use
-            row.error = self._redact(f"malformed reply body: {exc}"[:300])
+            row.error = self._redact(f"malformed reply body: {exc}")[:300]
             raise MalformedReply(row.error, http_status=status) from None
         try:
             reply = self._parse(body, read)
         except RetryableModelError as exc:
-            row.error = self._redact(str(exc)[:300])
+            row.error = self._redact(str(exc))[:300]
             raise MalformedReply(row.error, http_status=status) from None
         except (KeyError, TypeError, ValueError, IndexError, AttributeError, OverflowError) as exc:
             # a shape the typed readers did not foresee: still the reply's fault, never the environment's
-            row.error = self._redact(f"malformed reply: {type(exc).__name__}: {exc}"[:300])
+            row.error = self._redact(f"malformed reply: {type(exc).__name__}: {exc}")[:300]
             raise MalformedReply(row.error, http_status=status) from None
         row.note = read.note()
         if row.server_queue_ms is None:
@@ -483,6 +500,7 @@ class ModelClient(abc.ABC):
         """Classify a non-200 reply to the request ``sent`` to ``url`` and raise accordingly (never returns); ``should_retry``:
         the server's ``x-should-retry`` header, which decides over the status as in the SDKs (a context overflow and an
         error no retry fixes are still recognised first)."""
+        raw = self._redact_bytes(raw)  # before anything is cut from it (the message at 300 characters)
         body = _json_or_text(raw)
         message = self._redact(_error_message(body))
         row.error = f"HTTP {status}: {message}"[:500]
@@ -545,10 +563,18 @@ class ModelClient(abc.ABC):
             raise ContextLimitError(f"the model stopped at the context window: {basis}")
 
     def _redact(self, text: str) -> str:
-        """Error text as stored: never the key, nor a provider's masked echo of it."""
-        if self._api_key and self._api_key in text:
-            text = text.replace(self._api_key, "***")
+        """Error text as stored (call it before any cut): never a secret of the client (``redaction.py``: the key, the
+        URLs' passwords, the headers' values), nor a provider's masked echo of a key."""
+        text = redact(text)
         return _KEY_ECHO.sub("***", text) if "-" in text else text
+
+    def _redact_bytes(self, raw: bytes) -> bytes:
+        """A server's error body without the client's secrets, before it is parsed and cut."""
+        if not SECRETS.active:
+            return raw
+        text = raw.decode("utf-8", "replace")
+        redacted = redact(text)
+        return raw if redacted is text else redacted.encode()
 
 
 # how a permanent refusal says so, and what it says instead when the same refusal stopped the model (scheduler.py)

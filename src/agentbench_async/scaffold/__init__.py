@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 
 from .. import __version__
+from ..bounds import excerpt
 from ..envs import ENV_NAMES, _REGISTRY, plugins
 from ..errors import ConfigError
 
@@ -47,8 +48,16 @@ def check_name(name: str) -> None:
 def new_env(name: str, out: Path) -> list[Path]:
     """Write the package for environment ``name`` into ``out`` (new or empty); the files written."""
     check_name(name)
+    try:
+        return _write_package(name, out)
+    except OSError as exc:  # under /proc or /sys, a name past the system's limit, a read-only or full disk
+        raise ConfigError(f"new-env: --out {excerpt(str(out))}: cannot write there ({exc.strerror or exc}); give a new folder "
+                          "you can write, with a shorter name if it was too long") from None  # fmt: skip
+
+
+def _write_package(name: str, out: Path) -> list[Path]:
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise ConfigError(f"new-env: --out {out} exists and is not an empty directory; give a new one")
+        raise ConfigError(f"new-env: --out {excerpt(str(out))} exists and is not an empty directory; give a new one")
     module = f"agentbench_env_{name}"
     values = {
         "__NAME__": name,

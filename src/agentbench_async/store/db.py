@@ -15,6 +15,7 @@ from .. import statuses as st
 from ..differences import config_changes
 from ..errors import StoreError
 from ..records import utcnow
+from ..redaction import redact
 from .live import create_live_turns, remove_live_dir
 from .schema import create_schema
 
@@ -109,7 +110,7 @@ class Store:
         try:
             self.con.execute(
                 "INSERT INTO runs (run_id, created_at, config, fingerprint, command, version) VALUES (?, ?, ?, ?, ?, ?)",
-                [run_id, utcnow(), json.dumps(config, default=str), fingerprint, command, version],
+                [run_id, utcnow(), redact(json.dumps(config, default=str)), fingerprint, redact(command), version],
             )
         except WRITE_FAILURES as exc:
             raise write_failure(self.path, exc, "registering the run") from None

@@ -29,6 +29,7 @@ import pyarrow.compute as pc
 
 from ..errors import StoreError
 from ..records import CallRow, EpisodeRecord, TurnRow
+from ..redaction import redact_table
 from .db import Store, write_failure
 from .live import LivePublisher
 from .storable import column_types, details_json, make_storable, storable_turns
@@ -232,7 +233,9 @@ class EpisodeWriter:
             self._live_prefix = {**self._live_prefix, **dict.fromkeys(stored, _Prefix(-1, None))}
             return self._tables(batch, live)
         kept = [item for item in live if item[0] not in finished]  # finished within this interval: straight to turns
-        return _Tables(_table(ep_cols), turn_table, _table(call_cols), self._live_table(kept), finished,
+        # every text stored (turns, answers, details, errors) without the client's secrets (redaction.py): one step for all
+        return _Tables(redact_table(_table(ep_cols)), redact_table(turn_table), redact_table(_table(call_cols)),
+                       redact_table(self._live_table(kept)), finished,
                        _prefixes(self._live_prefix, kept))  # fmt: skip
 
     def _with_stored_turns(self, converted: pa.Table, stored: dict[str, int]) -> pa.Table | None:
