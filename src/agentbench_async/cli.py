@@ -83,6 +83,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--max-retries", type=int, help="retries per model call (default 5)")
     run.add_argument("--max-in-flight", type=_count_or_auto, help="HTTP requests in flight for the model (default 64; auto: adapted "
                      "to the server's latency and refusals)")
+    run.add_argument("--max-connections", type=int, metavar="N", help="connections to the model's server at once (default 1000, "
+                     "the SDKs' pool): requests beyond wait for one; fewer while the server refuses connections")
     run.add_argument("--timeout", type=float, help="seconds per HTTP attempt (default 600, as the SDKs; connecting at most 5 s)")
     run.add_argument("--max-response-bytes", type=int, metavar="N", help="the largest model response body read "
                      "(default 67108864 = 64 MiB); a larger one is that call's model_error")
@@ -106,13 +108,14 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--judge-provider", choices=["openai", "anthropic", "azure"], help="the judge's wire format (default: --provider)")
     run.add_argument("--judge-base-url", help="the judge's API base URL (default: --base-url)")
     run.add_argument("--judge-api-key-env", help="the variable holding the judge's API key (default: --api-key-env)")
-    # the run's limit flags (--rpm, --tpm, --max-retries, --max-in-flight, --timeout) apply to the judge too;
+    # the run's limit flags (--rpm, --tpm, --max-retries, --max-in-flight, --timeout, --max-connections) apply to the judge too;
     # these override them for the judge alone
     run.add_argument("--judge-rpm", type=int, help="requests per minute for the judge (default: --rpm)")
     run.add_argument("--judge-tpm", type=int, help="tokens per minute for the judge (default: --tpm)")
     run.add_argument("--judge-max-retries", type=int, help="retries per judge call (default: --max-retries)")
     run.add_argument("--judge-max-in-flight", type=_count_or_auto, help="judge HTTP requests in flight (default: --max-in-flight)")
     run.add_argument("--judge-timeout", type=float, help="seconds per judge HTTP attempt (default: --timeout)")
+    run.add_argument("--judge-max-connections", type=int, metavar="N", help="connections to the judge's server (default: --max-connections)")
     run.add_argument("--db-url", help="db: use this MySQL/MariaDB server (mysql://user:pass@host:port/) instead of a private one")
     run.add_argument("--kg-endpoint", help="kg: SPARQL 1.1 endpoint URL (e.g. a Virtuoso with Freebase)")
     _add_data_flags(run)
@@ -234,6 +237,7 @@ def _run_settings(args: argparse.Namespace) -> dict[str, Any]:
     model_flags = {
         "provider": args.provider, "base_url": args.base_url, "api_key_env": args.api_key_env, "rpm": args.rpm,
         "tpm": args.tpm, "max_retries": args.max_retries, "max_in_flight": args.max_in_flight, "timeout": args.timeout, "max_response_bytes": args.max_response_bytes,
+        "max_connections": args.max_connections,
         "temperature": args.temperature, "max_tokens": args.max_tokens, "context_window": args.context_window,
         "batch": args.batch, "prompt_caching": False if args.no_prompt_caching else None,
         "task_header": True if args.task_header else None,
@@ -246,7 +250,7 @@ def _run_settings(args: argparse.Namespace) -> dict[str, Any]:
             raise ConfigError("model options were given without --model (or a 'models:' list in the config)")
         raw["models"] = [{**(m if isinstance(m, dict) else {"name": m}), **model_flags} for m in raw["models"]]
     # the run's limit flags hold for the judge too, unless a --judge-* flag says otherwise
-    judge_limits = {key: value for key in ("rpm", "tpm", "max_retries", "max_in_flight", "timeout")
+    judge_limits = {key: value for key in ("rpm", "tpm", "max_retries", "max_in_flight", "timeout", "max_connections")
                     if (value := getattr(args, f"judge_{key}") if getattr(args, f"judge_{key}") is not None else model_flags.get(key))
                     is not None}  # fmt: skip
     if args.judge_model:

@@ -183,7 +183,7 @@ def _check_model(cfg: ModelConfig, where: str) -> None:
         value = getattr(cfg, name)
         if value is not None and (not isinstance(value, str) or not value.strip()):
             raise ConfigError(f"{where}.{name}: expected a non-empty string, got {value!r}")
-    for name, minimum in (("max_tokens", 1), ("max_in_flight", 1), ("max_retries", 0), ("max_same_failures", 0)):
+    for name, minimum in (("max_tokens", 1), ("max_in_flight", 1), ("max_connections", 1), ("max_retries", 0), ("max_same_failures", 0)):
         if name == "max_in_flight" and cfg.max_in_flight == "auto":
             continue
         if not _is_int(getattr(cfg, name), minimum):

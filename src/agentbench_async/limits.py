@@ -16,6 +16,12 @@ model-wide pause after a 429.
   new requests until one is free again; an explicit number always wins.
 - 429: ``pause(seconds)`` stops every new request of this model until the pause ends (``Retry-After`` when
   the server sends one), so the whole model slows down, not only the request that was refused.
+- Connections: at most ``max_connections`` requests are in flight at once (one HTTP/1.1 connection each; the pool of
+  the model's session has the same size), so a request waits here for a connection instead of opening one more. A
+  connection the server refuses, or that times out, while the server answers others (``connection_refused``) is
+  backpressure: the connections are cut to half of those in use (once per round trip) and new requests pause
+  ``BACKPRESSURE_PAUSE_S``; the limit grows back by one per round trip of answers, to one below the connections in use
+  at the refusal (after ``BACKPRESSURE_WINDOW_S`` without a refusal: up to ``max_connections`` again).
 
 Time is the event loop's clock (``loop.time()``, which is ``time.monotonic()`` on the standard and uvloop
 loops, the Throttler's clock), so a test loop with virtual time drives all of it (the tests give the
@@ -42,6 +48,13 @@ KNEE_CUT = 0.9  # the in-flight size is cut to this share at a latency knee (the
 REFUSAL_CUT = 0.5  # and to this one on a refusal (429/503/529) or a timeout (the server is overrun)
 FASTEST_WINDOW_S = 30.0
 _CUT_STATUSES = frozenset({429, 503, 529})
+# The connection pool of a model's server, as the SDKs size theirs: openai-python 1.92.2 and anthropic-sdk-python's
+# ``_constants.py`` (DEFAULT_CONNECTION_LIMITS = httpx.Limits(max_connections=1000, max_keepalive_connections=100)), where a
+# request beyond them waits for a free connection (httpx's pool timeout: the whole 600 s timeout)
+DEFAULT_MAX_CONNECTIONS = 1000
+# a refused or timed-out connection is the server's backpressure when the server answered a request this recently
+BACKPRESSURE_WINDOW_S = 30.0
+BACKPRESSURE_PAUSE_S = 1.0  # the pause of the model's new requests after such a refusal
 
 
 def _clock() -> float:
@@ -51,9 +64,11 @@ def _clock() -> float:
         return time.monotonic()
 
 
-def in_flight_cap(max_in_flight: int | str) -> int:
-    """The most requests ever in flight: the number, or ``AUTO_IN_FLIGHT_CAP`` for ``auto``."""
-    return AUTO_IN_FLIGHT_CAP if max_in_flight == AUTO else int(max_in_flight)
+def in_flight_cap(max_in_flight: int | str, max_connections: int | None = None) -> int:
+    """The most requests ever in flight: the number, or ``AUTO_IN_FLIGHT_CAP`` for ``auto``; at most ``max_connections``
+    (each request in flight holds one connection)."""
+    cap = AUTO_IN_FLIGHT_CAP if max_in_flight == AUTO else int(max_in_flight)
+    return cap if max_connections is None else min(cap, max_connections)
 
 
 @dataclass
@@ -193,11 +208,22 @@ class ModelLimits:
         rpm: int | str | None = None,
         tpm: int | str | None = None,
         window_s: float = 60.0,
+        max_connections: int | None = None,
     ) -> None:
         self.max_in_flight = max_in_flight
         self.ended = 0  # requests that ended (answered, refused or failed; not abandoned at Ctrl-C): the live calls/s
         self._aimd = _Aimd() if max_in_flight == AUTO else None
-        self._in_flight = _Gate(int(self._aimd.size) if self._aimd else int(max_in_flight))
+        # connections to the server: at most max_connections, fewer after the server refused some (connection_refused)
+        self.max_connections = max_connections
+        self._connections = float(max_connections) if max_connections is not None else float("inf")
+        self._connections_cut = False  # the limit is below max_connections: it grows back with answers
+        self._connections_hold = -float("inf")  # one cut per round trip: refusals of connections opened before it say nothing new
+        self._connections_ceiling = float("inf")  # below the connections in use at the last refusal
+        self._refused_at = -float("inf")
+        self.connection_refusals = 0  # connections refused or timed out while the server answered others (backpressure)
+        self.fewest_connections: int | None = None  # the lowest the connection limit was cut to (None: never cut)
+        self.answered_at = -float("inf")  # when the server last answered a request (the event loop's clock)
+        self._in_flight = _Gate(self._gate_size(self._aimd.size if self._aimd else int(max_in_flight)))
         # The server counts arrivals, we count departures: network jitter can bring two requests closer
         # together on arrival, so keep a small safety margin on the window (2%, at least 100 ms).
         self._period = window_s + max(0.1, 0.02 * window_s)
@@ -237,6 +263,56 @@ class ModelLimits:
         return self._in_flight.limit
 
     @property
+    def connection_limit(self) -> int | None:
+        """The connections to the server now: ``max_connections``, or less after refusals (None: not limited here)."""
+        return None if self.max_connections is None else int(self._connections)
+
+    def _gate_size(self, in_flight: float) -> int:
+        return int(min(in_flight, self._connections))
+
+    @property
+    def in_flight(self) -> int:
+        """Requests in flight now (each holds a connection, or is opening one)."""
+        return self._in_flight.held
+
+    def connection_refused(self, sent_at: float, in_use: int) -> bool:
+        """A connection to the server, asked for at ``sent_at`` with ``in_use`` requests in flight (itself included), was
+        refused or timed out. When the server answered a request within ``BACKPRESSURE_WINDOW_S`` it is up but full:
+        backpressure (True): fewer connections (half of those in use, once per round trip), new requests pause
+        ``BACKPRESSURE_PAUSE_S``, and the limit grows back to one below ``in_use`` at most. Otherwise (False) a failure
+        like any other."""
+        now = _clock()
+        if now - self.answered_at > BACKPRESSURE_WINDOW_S:
+            return False
+        self.connection_refusals += 1
+        ceiling = self._connections_ceiling if now - self._refused_at <= BACKPRESSURE_WINDOW_S else float("inf")
+        self._connections_ceiling = float(max(1, min(ceiling, in_use - 1)))  # the server took fewer than in_use
+        self._refused_at = now
+        if sent_at >= self._connections_hold:
+            in_use = self._in_flight.held
+            self._connections = float(max(1, min(self._connections, in_use) // 2))
+            self._connections_cut = self.max_connections is not None and self._connections < self.max_connections
+            self.fewest_connections = min(self.fewest_connections or int(self._connections), int(self._connections))
+            self._connections_hold = now + max(now - sent_at, BACKPRESSURE_PAUSE_S)
+            self._in_flight.resize(self._gate_size(self._aimd.size if self._aimd else int(self.max_in_flight)))
+            self.pause(BACKPRESSURE_PAUSE_S)
+        return True
+
+    def _connections_grow(self) -> None:
+        """An answer after a cut: one connection more per round trip of answers, up to below where the server last refused
+        (that ceiling is forgotten after ``BACKPRESSURE_WINDOW_S`` without a refusal: a server that restarted, or took more
+        again), and never above ``max_connections``."""
+        top = float(self.max_connections or 0)
+        if self.answered_at - self._refused_at <= BACKPRESSURE_WINDOW_S:
+            top = min(top, self._connections_ceiling)
+        if self._connections < top:
+            self._connections = min(top, self._connections + 1.0 / max(self._connections, 1.0))
+        self._connections_cut = self._connections < (self.max_connections or 0)
+        size = self._gate_size(self._aimd.size if self._aimd else int(self.max_in_flight))
+        if size != self._in_flight.limit:
+            self._in_flight.resize(size)
+
+    @property
     def counts_tokens(self) -> bool:
         """Whether a request's token estimate is charged (a tokens/min budget is known)."""
         return self._tokens is not None
@@ -257,13 +333,16 @@ class ModelLimits:
             self._adopt(headers)
         if status is not None:
             self._early = None  # answered: a limit the server reports is known (or it reports none)
+            self.answered_at = _clock()
+            if self._connections_cut and status == 200:
+                self._connections_grow()
         if self._aimd is not None:
             sent_at = _clock() - latency_s
             if status is None or status in _CUT_STATUSES:
                 self._aimd.refused(sent_at, latency_s)
             elif status == 200:
                 self._aimd.success(latency_s, sent_at)
-            self._in_flight.resize(int(self._aimd.size))
+            self._in_flight.resize(self._gate_size(self._aimd.size))
 
     def _adopt(self, headers: Mapping[str, str]) -> None:
         limits = read_limits(headers)

@@ -343,6 +343,10 @@ class Evaluation:
         summary.retries = sum(c.stats["retries"] for c in self.progress.clients)
         named = [*clients.items(), *([(cfg.judge.name, judge)] if cfg.judge is not None and judge is not None else [])]
         summary.adapted = {name: what for name, c in named if (what := adaptations(c.stats))}
+        for name, c in named:  # the connections each server refused while loaded, and what the limit was cut to (pace.py)
+            limits = getattr(c, "limits", None)
+            if limits is not None:
+                summary.pace.connected(name, limits.fewest_connections, limits.connection_refusals)
 
     async def _env_episodes(self, env: Environment, clients: dict[str, ModelClient], judge: ModelClient | None, done: set[str],
                             counts: dict[tuple[str, str], tuple[int, int]], global_sem: FairPlaces, writer: EpisodeWriter,

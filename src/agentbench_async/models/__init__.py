@@ -27,10 +27,13 @@ def open_client(config: ModelConfig, sessions: list[aiohttp.ClientSession], limi
     """A client with its own session (appended to ``sessions`` for closing), limits and route; ``limits``:
     limits held elsewhere (a distributed run's workers lease theirs from the run's broker)."""
     target = config.route()
-    session = client_session(target, limit=in_flight_cap(config.max_in_flight), ttl_dns_cache=300, enable_cleanup_closed=True)
+    # the pool: one connection a request in flight, at most max_connections (a request beyond waits in the limits)
+    pool = in_flight_cap(config.max_in_flight, config.max_connections)
+    session = client_session(target, limit=pool, ttl_dns_cache=300, enable_cleanup_closed=True)
     sessions.append(session)
     if limits is None:
-        limits = ModelLimits(max_in_flight=config.max_in_flight, rpm=config.rpm, tpm=config.tpm, window_s=config.rate_window_s)
+        limits = ModelLimits(max_in_flight=config.max_in_flight, rpm=config.rpm, tpm=config.tpm, window_s=config.rate_window_s,
+                             max_connections=config.max_connections)  # fmt: skip
     return make_client(config, session, limits, target)
 
 

@@ -22,11 +22,11 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import aiohttp
-from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
+from tenacity import AsyncRetrying, retry_if_exception_type
 
 from ..bounds import DEFAULT_MAX_RESPONSE_BYTES, BodyTooLarge, read_body, url_userinfo
 from ..errors import ConfigError, ContextLimitError, ModelError, RetryableModelError
-from ..limits import ModelLimits
+from ..limits import BACKPRESSURE_PAUSE_S, DEFAULT_MAX_CONNECTIONS, ModelLimits
 from ..records import CallRow, now
 from ..redaction import SECRETS, redact, register, register_url
 from ..types import Message, ModelReply
@@ -69,6 +69,9 @@ class ModelConfig:
     headers: dict[str, str] = field(default_factory=dict)  # extra HTTP headers sent with every request
     context_window: int | None = None  # tokens; prompts estimated larger end as context_limit_exceeded
     max_in_flight: int | str = 64  # or "auto": adapted to the server's latency and refusals (limits.py)
+    # connections to its server at once (the SDKs' pool: 1,000); a request beyond waits for one, and fewer are used while
+    # the server refuses connections (limits.py)
+    max_connections: int = DEFAULT_MAX_CONNECTIONS
     rpm: int | str | None = None  # None/"auto": the limit the server reports in its headers, if any
     tpm: int | str | None = None
     max_retries: int = 5
@@ -323,13 +326,15 @@ class ModelClient(abc.ABC):
         """The retries of a request whose attempt ``first`` failed with ``failure``."""
         attempt_no = first
         last_refusal = getattr(failure, "signature", None)
+        # failed attempts counted towards max_retries: a connection the loaded server refused is not one (_Backpressure)
+        counted = [0 if isinstance(failure, _Backpressure) else 1]
         try:
-            if self.config.max_retries == 0:
+            if self.config.max_retries == 0 and not isinstance(failure, _Backpressure):
                 raise failure
             await asyncio.sleep(backoff_seconds(self.config, 1, failure))
             retrying = AsyncRetrying(
                 retry=retry_if_exception_type(RetryableModelError),
-                stop=stop_after_attempt(self.config.max_retries),
+                stop=lambda state: counted[0] > self.config.max_retries,
                 wait=lambda state: backoff_seconds(self.config, state.attempt_number + 1, state.outcome.exception() if state.outcome else None),
                 reraise=True,
             )
@@ -339,11 +344,17 @@ class ModelClient(abc.ABC):
                     self.stats["retries"] += 1
                     try:
                         return await self._attempt(url, headers, payload, estimate, calls, turn, attempt_no, caller, body)
+                    except _Backpressure:
+                        raise
                     except _Refused as exc:
+                        counted[0] += 1
                         if exc.signature == last_refusal:
                             self.stats["errors"] += 1
                             raise self._for_good(exc.signature, str(exc), exc.permanent(self.config.name, "the server")) from None
                         last_refusal = exc.signature
+                        raise
+                    except RetryableModelError:
+                        counted[0] += 1
                         raise
         except RetryableModelError as exc:
             self.stats["errors"] += 1
@@ -388,6 +399,7 @@ class ModelClient(abc.ABC):
                 admitted = time.perf_counter()
                 row.queue_ms, start = (admitted - start) * 1000, admitted  # the wait in our limiter, not latency
                 sent_at = asyncio.get_running_loop().time()  # the limits' clock (a test's loop may run on virtual time)
+                in_use = self.limits.in_flight  # requests in flight with this one: too many, should its connection be refused
                 self.stats["calls"] += 1
                 try:
                     async with self.session.post(url, data=payload, headers=headers, timeout=self._timeout, **self._via) as resp:
@@ -404,6 +416,9 @@ class ModelClient(abc.ABC):
                     row.latency_ms = (time.perf_counter() - start) * 1000
                     kind = "timeout" if isinstance(exc, asyncio.TimeoutError) else type(exc).__name__
                     row.error = self._redact(f"{kind}: {exc}")[:300] if str(exc) else kind
+                    if _connect_failure(exc) and self.limits.connection_refused(sent_at, in_use):
+                        row.note = BACKPRESSURE_NOTE
+                        raise _Backpressure(row.error) from None
                     raise RetryableModelError(row.error) from None
                 row.latency_ms = (time.perf_counter() - start) * 1000
                 row.retry_after_s = retry_after
@@ -591,6 +606,25 @@ def adaptations(stats: Mapping[str, Any]) -> list[str]:
 
 class _Adapted(Exception):
     """The server refused a field the config left to the engine; it was adapted: send the request again."""
+
+
+BACKPRESSURE_NOTE = "connection refused or timed out while the server answered others: backpressure, not counted towards max_retries"
+
+
+class _Backpressure(RetryableModelError):
+    """A connection the server refused (or that timed out) while it answered others: the server is full, not failing.
+    Sent again after the model's pause (limits.py), without counting towards ``max_retries``."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, retry_after=random.uniform(0.5, 1.5) * BACKPRESSURE_PAUSE_S)
+
+
+def _connect_failure(exc: BaseException) -> bool:
+    """Whether ``exc`` is a connection to the server that could not be made (refused, timed out, reset while connecting);
+    a TLS certificate or handshake failure is not: no wait fixes it."""
+    if isinstance(exc, (aiohttp.ClientConnectorCertificateError, aiohttp.ClientConnectorSSLError, aiohttp.ClientSSLError)):
+        return False
+    return isinstance(exc, (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError))
 
 
 class _Refused(RetryableModelError):
