@@ -169,8 +169,21 @@ async def test_turn_limit_and_context_limit_statuses(env: WebShopEnvironment) ->
     outcome = await session.on_turn_limit()
     assert (outcome.status, outcome.score, outcome.paper_status) == (st.TASK_LIMIT_EXCEEDED, 0.0, st.PAPER_TASK_LIMIT_REACHED)
     outcome = await session.on_context_limit("prompt too long")
-    # fixed upstream bug: v0.2 recorded AGENT_VALIDATION_FAILED here
-    assert (outcome.status, outcome.paper_status) == (st.CONTEXT_LIMIT_EXCEEDED, st.PAPER_AGENT_CONTEXT_LIMIT)
+    # our status says what happened; paper_status keeps what v0.2 records (test_v02_records_an_overflow_as_validation_failed)
+    assert (outcome.status, outcome.paper_status) == (st.CONTEXT_LIMIT_EXCEEDED, st.PAPER_AGENT_VALIDATION_FAILED)
+
+
+def test_v02_records_an_overflow_as_validation_failed(official_data_dir: Path) -> None:
+    """v0.2's start_sample compares the reply's status with "AGENT_CONTEXT_LIMIT", the status value is "agent context
+    limit" (the paper word stored for it), so the overflow falls through to the action regex on None, whose failure
+    sets AGENT_VALIDATION_FAILED: read out of v0.2's own file."""
+    source = (official_data_dir / "upstream-prompts/v0.2/src/server/tasks/webshop/__init__.py").read_text(encoding="utf-8")
+    start = next(n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.AsyncFunctionDef) and n.name == "start_sample")
+    compared = [c.comparators[0].value for c in ast.walk(start) if isinstance(c, ast.Compare)
+                and ast.unparse(c.left) == "response.status" and isinstance(c.comparators[0], ast.Constant)]  # fmt: skip
+    assert compared == ["AGENT_CONTEXT_LIMIT"] and compared[0] != st.PAPER_AGENT_CONTEXT_LIMIT
+    handlers = [h for t in ast.walk(start) if isinstance(t, ast.Try) for h in t.handlers]
+    assert any("finish_reason = SampleStatus.AGENT_VALIDATION_FAILED" in ast.unparse(h) for h in handlers)
 
 
 async def test_a_failure_inside_the_site_is_an_env_error_recorded_as_task_error(env: WebShopEnvironment, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -253,7 +266,7 @@ async def test_weak_reaches_every_failure_status_in_text_mode(env: WebShopEnviro
         (st.COMPLETED, st.PAPER_COMPLETED),
         (st.INVALID_FORMAT, st.PAPER_AGENT_VALIDATION_FAILED),
         (st.TASK_LIMIT_EXCEEDED, st.PAPER_TASK_LIMIT_REACHED),
-        (st.CONTEXT_LIMIT_EXCEEDED, st.PAPER_AGENT_CONTEXT_LIMIT),
+        (st.CONTEXT_LIMIT_EXCEEDED, st.PAPER_AGENT_VALIDATION_FAILED),  # v0.2's string-compare quirk, recorded as v0.2 did
     }
     completed = [r.score for r in records if r.status == st.COMPLETED]
     # buying the first hit without options: partial rewards (a lucky full match is possible, not typical)

@@ -11,6 +11,7 @@ FC's 20 rounds (the environment's turn cap; text mode's 10 are counted here).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from typing import Any
 
 from ...environment import EpisodeContext, Message, ModelReply, Outcome, Session, Step, Task, ToolCall, statuses as st
@@ -71,8 +72,13 @@ class WebShopSession(Session):
         return self._outcome(st.TASK_LIMIT_EXCEEDED, 0.0, error=f"{self._rounds} rounds without Buy Now")
 
     async def on_context_limit(self, error: str) -> Outcome:
-        # upstream meant AGENT_CONTEXT_LIMIT here but compared with the wrong string (fixed, see the docs)
-        return self._outcome(st.CONTEXT_LIMIT_EXCEEDED, 0.0, error=error)
+        # Our status says what happened; paper_status keeps what v0.2 records: its loop compares the reply's status
+        # with the string "AGENT_CONTEXT_LIMIT" while the value is "agent context limit", so an overflow falls
+        # through to the action regex on None and ends AGENT_VALIDATION_FAILED (reward 0 either way).
+        outcome = self._outcome(st.CONTEXT_LIMIT_EXCEEDED, 0.0, error=error)
+        if not self._tools_mode:
+            outcome = dataclasses.replace(outcome, paper_status=st.PAPER_AGENT_VALIDATION_FAILED)
+        return outcome
 
     # ------------------------------------------------------------------------------------------ shared
 
