@@ -19,6 +19,8 @@ SELECT * FROM (VALUES
 -- deciding configuration (config_id, see episode_outcomes): two configurations are never one score.
 -- is_binary = every counted score is 0 or 1, and then wilson_low/wilson_high is the 95% Wilson interval;
 -- for other metrics the report computes a bootstrap interval (Python, fixed seed).
+-- db's score is AgentBench v0.2's mean of the SELECT, INSERT and UPDATE accuracies where the categories allow (equal to the
+-- mean over episodes on the official splits; db_category_scores); score_rule says which rule gave a db score (NULL: others).
 CREATE OR REPLACE VIEW env_scores_by_denominator AS
 WITH counted AS (
     SELECT o.*, d.denominator,
@@ -42,9 +44,13 @@ WITH counted AS (
     FROM counted
     GROUP BY model, env, denominator, config_id
 ), wil AS (
-    SELECT *,
+    -- db: AgentBench v0.2's mean of the SELECT/INSERT/UPDATE accuracies where the categories allow (15_db_categories.sql)
+    SELECT agg.* REPLACE (coalesce(c.score, agg.score) AS score),
+        CASE WHEN agg.env = 'db' THEN c.score_rule END AS score_rule,
         1.959963984540054 AS z
     FROM agg
+    LEFT JOIN db_category_scores AS c ON agg.env = 'db' AND c.model = agg.model AND c.config_id IS NOT DISTINCT FROM agg.config_id
+        AND c.denominator = agg.denominator
 )
 SELECT
     model,
@@ -65,7 +71,8 @@ SELECT
     cancelled,
     episodes,
     config_id,
-    denominator
+    denominator,
+    score_rule
 FROM wil
 LEFT JOIN agentbench_weights AS w USING (env);
 

@@ -110,6 +110,7 @@ def _scores_tables(report: Report, scores: pl.DataFrame, overall_rows: pl.DataFr
             "Intervals: Wilson for 0/1 scores, percentile bootstrap (2000 resamples, fixed seed) otherwise.</p>")
     configured = "".join(f'<p class="deviations">{escape(line)}</p>'
                          for line in notes.config_lines(report.configs, report.pooled, whole=False))
+    configured += "".join(f'<p class="note">{escape(line)}</p>' for line in notes.score_rule_lines(report.scores))
     if not notes_too:
         return f"{table}{overall}"
     return f"{note}{configured}{_configurations(report)}{table}{bars}{overall}"

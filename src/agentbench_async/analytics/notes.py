@@ -59,3 +59,10 @@ def solved_lines(solved: pl.DataFrame | None) -> list[str]:
     """Solved episodes whose status word (upstream's) is not 'completed' (``failures.solved_notes``): how they ended."""
     return [f"{shown(r)} · {r['env']}: {counted(r['episodes'], 'solved episode')} {r['outcome_note']} (status {r['status']})"
             for r in (solved if solved is not None else pl.DataFrame()).iter_rows(named=True)]
+
+
+def score_rule_lines(scores: pl.DataFrame | None) -> list[str]:
+    """How each db score was computed (``env_scores.score_rule``): AgentBench v0.2's mean of the SELECT, INSERT and UPDATE
+    accuracies, or the mean over episodes where a subset lacks a category (and why)."""
+    frame = scores if scores is not None and "score_rule" in scores.columns else pl.DataFrame()
+    return [f"{shown(r)} · {r['env']}: score = {r['score_rule']}" for r in frame.iter_rows(named=True) if r["score_rule"]]

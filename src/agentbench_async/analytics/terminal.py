@@ -387,6 +387,8 @@ def render(report: Report, console: Console) -> None:
     if compared:
         console.print(f"[bold yellow]{escape(compared)}[/]", highlight=False)
     print_table(console, scores_table(report))
+    for line in notes.score_rule_lines(report.scores):
+        console.print(f"  {escape(line)}", highlight=False)
     if not report.overall.is_empty():
         print_table(console, overall_table(report), keys=1)
     if compared and report.scores_all is not None and report.overall_all is not None:

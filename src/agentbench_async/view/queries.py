@@ -118,6 +118,7 @@ def overview(res: Results, source: Source) -> Overview:
     runs = runs.join(states.select("run_id", "state", "live", "last_activity"), on="run_id", how="left", maintain_order="left")
     lines = [*notes.run_state_lines(states, res.resume_work), *notes.config_lines(found, res.pooled),
              *notes.solved_lines(configs.with_labels(failures.solved_notes(res), found))]
+    lines += notes.score_rule_lines(configs.with_labels(env_scores, found))  # how each db score was computed
     builtin = scores.builtin_envs(res)
 
     def labelled(env_scores: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
