@@ -31,7 +31,7 @@ from agentbench_async.envs.base import EpisodeContext  # noqa: E402
 from agentbench_async.envs.card_game import CardGameEnvironment  # noqa: E402
 from agentbench_async.envs.card_game.baselines import baseline_game  # noqa: E402
 from agentbench_async.envs.card_game.policies import POLICIES  # noqa: E402
-from agentbench_async.mock.policy import run_policy  # noqa: E402
+from agentbench_async.envs.base import run_policy  # noqa: E402
 from agentbench_async.testing import play  # noqa: E402
 from agentbench_async.types import Message, ModelReply  # noqa: E402
 

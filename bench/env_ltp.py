@@ -18,7 +18,7 @@ import tracemalloc
 
 from agentbench_async.envs.base import EpisodeContext
 from agentbench_async.envs.ltp import LTPEnvironment
-from agentbench_async.mock.policy import run_policy
+from agentbench_async.envs.base import run_policy
 from agentbench_async.envs.ltp.policies import POLICIES
 from agentbench_async.testing import play
 from agentbench_async.types import Message, ModelReply

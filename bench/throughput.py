@@ -98,7 +98,7 @@ async def _ceiling_requests(calls: int) -> list[tuple[bytes, dict[str, str]]]:
     sessions are played with the oracle's answers to produce each turn's messages."""
     from agentbench_async.envs import make_env
     from agentbench_async.envs.base import EpisodeContext
-    from agentbench_async.mock.policy import CALLER_HEADER, EPISODE_HEADER, TASK_HEADER
+    from agentbench_async.models.task_headers import CALLER_HEADER, EPISODE_HEADER, TASK_HEADER
     from agentbench_async.models.wire import dumps_body
     from agentbench_async.types import ModelReply
 

@@ -52,14 +52,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from . import statuses
+from .deviation import Deviation
 from .envs import PLUGIN_GROUP
-from .envs.base import SPLITS, ActionMode, Environment, EpisodeContext, JudgeFn, Outcome, Session, Split, Step, Task
+from .envs.base import (SPLITS, ActionMode, Environment, EpisodeContext, JudgeFn, Outcome, Policy, PolicyReply, PolicyRequest, Session,
+                        Split, Step, Task, stable_choice)
 from .envs.options import Option, bool_option, choice_option, int_option, number_option, range_option, text_option
 from .envs.taskfiles import missing_file, read_json, read_text
 from .errors import AgentBenchError, ConfigError, ContextLimitError, EnvError, EnvUnavailableError, ModelError, TaskFileError
-from .mock.policy import Policy, PolicyReply, PolicyRequest, stable_choice
 from .processes import lower_priority, pid_alive
-from .deviation import Deviation
 from .testing import play
 from .types import Message, ModelReply, ToolCall
 

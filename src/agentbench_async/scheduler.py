@@ -31,10 +31,10 @@ from .envs import make_env
 from .envs.base import Environment, Task
 from .episode import AgentFn, EpisodeCancelled, EpisodeSpec, episode_id, run_episode
 from .errors import AgentBenchError, ConfigError, EnvUnavailableError, StoreError, TaskFileError
-from .mock.policy import CALLER_HEADER, EPISODE_HEADER, TASK_HEADER
 from .models import ModelClient, ModelConfig, open_client
 from .models.base import PERMANENT_WORDS, STOPPED_WORDS, adaptations
 from .models.batches import BatchClient, batch_settings
+from .models.task_headers import CALLER_HEADER, EPISODE_HEADER, TASK_HEADER
 from .pace import PaceTally
 from .places import FairPlaces, ModelPlaces
 from .progress import PROGRESS_EVERY_S, Progress

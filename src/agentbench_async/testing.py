@@ -9,11 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from .envs.base import Environment, Task
+from .envs.base import Environment, Policy, Task, run_policy
 from .episode import EpisodeSpec, run_episode
 from .errors import ConfigError, ContextLimitError
 from .envs import env_class
-from .mock.policy import Policy, run_policy
 from .records import CallRow, EpisodeRecord
 from .types import Message, ModelReply, Usage
 

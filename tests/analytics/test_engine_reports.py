@@ -18,7 +18,7 @@ from agentbench_async.analytics import commands, load
 from agentbench_async.analytics.report import build_report
 from agentbench_async.analytics.stats import wilson_interval
 from agentbench_async.config import build_config
-from agentbench_async.mock.policy import stable_choice
+from agentbench_async.environment import stable_choice
 from agentbench_async.mock.server import MockModelServer, MockOptions
 from agentbench_async.scheduler import Evaluation
 

@@ -11,6 +11,7 @@ from typing import Any
 import openpyxl
 import pytest
 
+from agentbench_async.environment import stable_choice
 from agentbench_async.envs import make_env
 from agentbench_async.envs.base import EpisodeContext, Task
 from agentbench_async.envs.ltp import LTPEnvironment
@@ -18,7 +19,6 @@ from agentbench_async.envs.ltp.bleu import char_unigram_bleu
 from agentbench_async.envs.ltp.data import key_lines, load_official, strip_bullet
 from agentbench_async.envs.ltp.policies import WEAK_MODES
 from agentbench_async.errors import ConfigError, TaskFileError
-from agentbench_async.mock.policy import stable_choice
 from agentbench_async.testing import play
 from agentbench_async.types import Message, ModelReply
 

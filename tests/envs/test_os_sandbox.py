@@ -156,7 +156,7 @@ async def test_what_official_tasks_apt_install_installs_with_no_network(os_root:
 async def test_weak_reaches_every_failure_status(sandboxed: None) -> None:
     env = make_env("os")
     by_mode: dict[str, Task] = {}
-    from agentbench_async.mock.policy import stable_choice
+    from agentbench_async.environment import stable_choice
 
     for task in env.tasks("test"):
         by_mode.setdefault(str(stable_choice(task.task_id, 6)), task)

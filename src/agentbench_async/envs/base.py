@@ -25,20 +25,20 @@ Rules for implementers:
 from __future__ import annotations
 
 import abc
+import functools
+import hashlib
 import importlib
+import random
 import sys
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from ..deviation import Deviation
 from ..errors import ConfigError, TaskFileError
-from ..types import Message, ModelReply
+from ..types import Message, ModelReply, ToolCall
 from .options import RESERVED_OPTIONS, TASKS_FILE, Option, check_options
-
-if TYPE_CHECKING:
-    from ..mock.policy import Policy
 
 ActionMode = Literal["text", "tools"]
 Split = Literal["dev", "test"]
@@ -125,6 +125,50 @@ class EpisodeContext:
     # Of model_seconds, the seconds the server said those calls waited in its own queue (CallRow.server_queue_ms; 0 when
     # the server does not say): a time limit counted in model time can name its share that was waiting.
     queued_seconds: Callable[[], float] | None = None
+
+
+# The mock model's policies: what ``Environment.policies()`` gives. A policy answers one chat request for one task;
+# the mock server (mock/server.py) and ``testing.play`` ask it through ``run_policy``.
+
+
+@dataclass
+class PolicyRequest:
+    task: Task
+    messages: list[Message]
+    tools: list[dict[str, Any]] | None
+    episode_id: str
+
+    @property
+    def turn(self) -> int:
+        """0-based index of the assistant turn being asked for."""
+        return sum(1 for m in self.messages if m.get("role") == "assistant")
+
+    @functools.cached_property
+    def rng(self) -> random.Random:
+        """Random choices seeded by episode and turn: the same on every machine and re-run."""
+        return random.Random(f"{self.episode_id}#{self.turn}")
+
+
+@dataclass
+class PolicyReply:
+    content: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    # Ask the server to answer like a provider whose context window is full (HTTP 400,
+    # code context_length_exceeded) instead of replying.
+    fail: Literal["context_length"] | None = None
+
+
+Policy = Callable[[PolicyRequest], PolicyReply]
+
+
+def stable_choice(key: str, n: int) -> int:
+    """A deterministic pick in ``range(n)`` from a string (same on every machine and run)."""
+    return int(hashlib.sha256(key.encode()).hexdigest()[:8], 16) % n
+
+
+def run_policy(policy: Policy, task: Task, messages: list[Message], tools: list[dict[str, Any]] | None, episode_id: str) -> PolicyReply:
+    """Ask a policy for the next reply (the mock server and ``testing.play`` both go through here)."""
+    return policy(PolicyRequest(task=task, messages=messages, tools=tools, episode_id=episode_id))
 
 
 class Session(abc.ABC):

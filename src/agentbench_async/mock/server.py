@@ -28,10 +28,11 @@ from aiohttp import web
 
 from ..config import envs_missing_data
 from ..envs import env_class, make_env
-from ..envs.base import Environment, Task
+from ..envs.base import Environment, PolicyReply, Task, run_policy
 from ..errors import AgentBenchError
+from ..models.task_headers import CALLER_HEADER, EPISODE_HEADER, TASK_HEADER
 from ..types import Message
-from .policy import CALLER_HEADER, EPISODE_HEADER, TASK_HEADER, PolicyReply, env_policies, run_policy
+from .policy import env_policies
 from .bad_replies import BAD_REPLIES, bad_reply
 from .batches import MockBatches
 from .caching import CacheUsage, PromptCache

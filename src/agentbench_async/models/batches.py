@@ -31,12 +31,12 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from ..errors import ConfigError, ModelError, RetryableModelError
-from ..mock.policy import EPISODE_HEADER
 from ..records import CallRow, now
 from ..store.batch_ledger import BatchLedger, Recorded, RequestEntry
 from ..types import Message, ModelReply
 from .base import _MAX_ADAPTATIONS, ModelClient, _Adapted, _Refused, backoff_seconds
 from .batch_api import BATCH_APIS, BatchAPI, BatchLine, BatchState, ItemResult, QueueFull
+from .task_headers import EPISODE_HEADER
 
 DEFAULT_SIZE = 100
 
