@@ -17,7 +17,7 @@ from rich.table import Table
 from . import __version__, eventloop
 from .bounds import ERROR_LINE_CHARS, check_http_url, check_port, excerpt
 from .config import RunConfig, build_config, load_config_file
-from .errors import AgentBenchError, ConfigError
+from .errors import AgentBenchError, ConfigError, SpendCapReached
 from .redaction import redact
 from .wording import counted
 
@@ -120,6 +120,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--kg-endpoint", help="kg: SPARQL 1.1 endpoint URL (e.g. a Virtuoso with Freebase)")
     _add_data_flags(run)
     run.add_argument("--new-run", action="store_true", help="add a run with a different config to an existing --out file")
+    _add_spend_flags(run)
     run.add_argument("--no-progress", action="store_true", help="no live display (nor progress lines)")
     run.add_argument("--progress-every", type=float, metavar="SECONDS", help="output that is not a terminal (a log file, CI): a "
                      "progress line this often (default 30): done/total, calls/s, retries, 429s, ETA")
@@ -282,6 +283,7 @@ def _run_settings(args: argparse.Namespace) -> dict[str, Any]:
         raw["ray"] = ray_raw
     if args.new_run:
         raw["new_run"] = True
+    _spend_settings(args, raw)
     ids = list(args.task_id or [])
     if args.task_ids is not None:
         ids += _task_ids_file(args.task_ids)
@@ -312,6 +314,41 @@ def _flagged_env_options(args: argparse.Namespace) -> dict[str, str]:
         if getattr(args, flag) is not None:
             named.setdefault(env, "--" + flag.replace("_", "-"))
     return named
+
+
+def _add_spend_flags(run: argparse.ArgumentParser) -> None:
+    """run's (and plan's) prices, spend caps and per-episode limits (spend.py)."""
+    run.add_argument("--price", type=_price, action="append", metavar="MODEL=IN,OUT", help="USD per 1M input and output tokens of "
+                     "MODEL (repeatable; sets its price_in, price_out), e.g. --price gpt-4o=2.5,10")
+    run.add_argument("--max-cost", type=float, metavar="USD", help="stop the run once its calls have cost this much at the models' "
+                     "prices (earlier invocations of the run included): no new call, the episodes in flight end cancelled and a "
+                     "resume with a higher cap plays them")
+    run.add_argument("--max-total-tokens", type=int, metavar="N", help="the same, counted in input + output tokens (--max-tokens "
+                     "is the limit of one reply)")
+    run.add_argument("--episode-max-tokens", type=int, metavar="N", help="end an episode before its next call once the model's "
+                     "calls used N tokens: status episode_limit_exceeded (a deviation from AgentBench, which has turn caps only)")
+    run.add_argument("--episode-max-cost", type=float, metavar="USD", help="the same, in USD at the model's prices")
+    run.add_argument("--episode-max-seconds", type=float, metavar="S", help="end an episode still running S seconds after it began")
+
+
+def _spend_settings(args: argparse.Namespace, raw: dict[str, Any]) -> None:
+    """The spend flags into the merged settings (flags over the config file's values)."""
+    for flag in ("max_cost", "max_total_tokens"):
+        if getattr(args, flag) is not None:
+            raw[flag] = getattr(args, flag)
+    limits = {key: getattr(args, f"episode_max_{key}") for key in ("tokens", "cost", "seconds")}
+    if any(v is not None for v in limits.values()):
+        given = raw.get("episode_limits")
+        raw["episode_limits"] = {**(given if isinstance(given, dict) else {}), **{k: v for k, v in limits.items() if v is not None}}
+    prices = dict(args.price or [])
+    models = [m if isinstance(m, dict) else {"name": m} for m in raw.get("models") or []]
+    names = [m.get("name") for m in models]
+    for model, (price_in, price_out) in prices.items():
+        if model not in names:
+            raise ConfigError(f"--price {model}=...: {model} is not a model of this run ({', '.join(map(str, names)) or 'none'})")
+    if prices:
+        raw["models"] = [{**m, **dict(zip(("price_in", "price_out"), prices[m["name"]]))} if m.get("name") in prices else m
+                         for m in models]  # fmt: skip
 
 
 def _add_data_flags(parser: argparse.ArgumentParser) -> None:
@@ -364,7 +401,11 @@ def _execute(cfg: RunConfig, *, progress: bool | None, command: str, skip_unavai
 
     every = {} if progress_every is None else {"progress_every": progress_every}
     evaluation = Evaluation(cfg, console=_err, progress=progress, command=command, skip_unavailable_envs=skip_unavailable, **every)
-    summary = eventloop.run(evaluation.run())
+    try:
+        summary = eventloop.run(evaluation.run())
+    except SpendCapReached as exc:  # a resume with the cap it stopped at: nothing run
+        _err.print(f"stopped: {exc}", markup=False, highlight=False, soft_wrap=True)
+        return 3
     cancelled = summary.statuses.get("cancelled", 0)  # never "finished": a resume plays them
     statuses = ", ".join(f"{k} {v:,}" for k, v in sorted(summary.statuses.items()) if k != "cancelled") or "nothing to do"
     stopped = f"; {counted(cancelled, 'episode')} cancelled (a resume plays them)" if cancelled else ""
@@ -382,6 +423,10 @@ def _execute(cfg: RunConfig, *, progress: bool | None, command: str, skip_unavai
 
         for line in tool_hints(Path(summary.out)):
             _err.print(line, markup=False, highlight=False, soft_wrap=True)  # one line, for grep
+    if summary.cap_reached:  # stopped at the run's spend cap: one line, and its own exit code
+        _err.print(f"stopped: {summary.cap_reached}; {counted(summary.statuses.get('cancelled', 0), 'episode')} cancelled: run the "
+                   "same command with a higher cap to resume", markup=False, highlight=False, soft_wrap=True)
+        return 3
     if summary.interrupted:
         cancelled = summary.statuses.get("cancelled", 0)
         _err.print(f"interrupted ({counted(cancelled, 'episode')} cancelled): run the same command again to resume; it re-runs the "

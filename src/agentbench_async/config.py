@@ -25,7 +25,8 @@ from .models import PROVIDERS, ModelConfig
 from .models.batches import batch_settings
 from .models.families import ADAPTABLE, apply_family_defaults, apply_sdk_environment, check_key
 from .redaction import SECRETS, register_url
-from .settings import AGENTBENCH_HISTORY, DATA_DIR_SKIPPED, DEVIATIONS_KEY, deviations_json
+from .settings import AGENTBENCH_HISTORY, DATA_DIR_SKIPPED, DEVIATIONS_KEY, EPISODE_LIMITS, deviations_json
+from .spend import EpisodeLimits, cap_value, episode_limits
 
 SPLIT_ALIASES = {"std": "test"}  # AgentBench's own name for the test split
 ALL_ENVS = "all"  # --env all (or no --env): every built-in environment; --env all,NAME adds plugin NAME
@@ -54,6 +55,11 @@ class RunConfig:
     # limit, a selection of the same results (not in the fingerprint); None: every task
     task_ids: tuple[str, ...] | None = None
     ray: RaySettings | None = None  # where episodes run: None = this process (distributed/__init__.py)
+    # spend caps of the whole run (spend.py; operational: not in the fingerprint)
+    max_cost: float | None = None  # USD at the models' prices: no new call once the run's calls cost this (earlier invocations included)
+    max_total_tokens: int | None = None  # the same in input + output tokens of every call
+    # per-episode limits: off by default (AgentBench has only turn caps); on, a recorded deviation
+    episode_limits: EpisodeLimits | None = None  # {tokens: N, cost: USD, seconds: S}: an episode at one ends episode_limit_exceeded
 
     def public_dict(self) -> dict[str, Any]:
         """What is stored in ``runs.config`` (names of key variables only, never keys)."""
@@ -73,12 +79,17 @@ class RunConfig:
             "env_options": _without_credentials(self.env_options),
             "seed": self.seed,
         }
+        if self.episode_limits:  # only when set: files without them keep their stored config's shape
+            public[EPISODE_LIMITS] = self.episode_limits.public_dict()
         # the result-deciding settings that are not AgentBench v0.2's (report prints them, SQL can read them)
         public[DEVIATIONS_KEY] = deviations_json(public)
         if self.ray is not None:  # where it ran (operational: not in the fingerprint)
             public["ray"] = self.ray.public_dict()
         if self.task_ids is not None:  # which tasks were picked (a selection, like limit: not in the fingerprint)
             public["task_ids"] = list(self.task_ids)
+        for key in ("max_cost", "max_total_tokens"):  # the run's spend caps (operational, as limit)
+            if getattr(self, key) is not None:
+                public[key] = getattr(self, key)
         return SECRETS.value(public)  # no secret of the run's (a header's value, a password in an option) is stored
 
     def check_keys(self) -> None:
@@ -129,6 +140,8 @@ class RunConfig:
         }
         if self.data_dir_skipped:  # only then: the fingerprints of runs without (all earlier ones) stay as they were
             decisive[DATA_DIR_SKIPPED] = sorted(self.data_dir_skipped)
+        if self.episode_limits:  # they end episodes: a run with them is another configuration (only then: others unchanged)
+            decisive[EPISODE_LIMITS] = self.episode_limits.public_dict()
         return hashlib.sha256(json.dumps(decisive, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
@@ -151,7 +164,7 @@ def deciding_model_fields(model: Mapping[str, Any]) -> dict[str, Any]:
 
 _TOP_KEYS = {
     "out", "models", "envs", "split", "limit", "repeats", "max_concurrency", "data_dir", "action_mode",
-    "history", "judge", "env_options", "seed", "ray", "tasks", "task_ids",
+    "history", "judge", "env_options", "seed", "ray", "tasks", "task_ids", "max_cost", "max_total_tokens", EPISODE_LIMITS,
 }  # fmt: skip
 
 
@@ -220,6 +233,8 @@ def _check_model(cfg: ModelConfig, where: str) -> None:
         value = getattr(cfg, name)
         if value is not None and not _is_number(value, 0):
             raise ConfigError(f"{where}.{name}: expected USD per 1M tokens (a number >= 0), got {value!r}")
+    cap_value(cfg.max_cost, f"{where}.max_cost", whole=False)
+    cap_value(cfg.max_total_tokens, f"{where}.max_total_tokens", whole=True)
     if not _is_number(cfg.batch_discount, 0) or cfg.batch_discount > 1:
         raise ConfigError(f"{where}.batch_discount: expected the share a batch request saves, 0 to 1 (0.5 = half price), got {cfg.batch_discount!r}")
 
@@ -399,7 +414,27 @@ def build_config(raw: dict[str, Any], *, where: str = "config") -> RunConfig:
         seed=ints.get("seed", 0),
         ray=ray_settings(raw.get("ray"), where=where),
         task_ids=_task_ids(raw.get("task_ids"), where),
+        **_spend_settings(raw, models, judge, where),
     )
+
+
+def _spend_settings(raw: dict[str, Any], models: list[ModelConfig], judge: ModelConfig | None, where: str) -> dict[str, Any]:
+    """The run's caps and per-episode limits (spend.py); a cost cap or limit needs every model's prices."""
+    settings = {
+        "max_cost": cap_value(raw.get("max_cost"), f"{where}: max_cost", whole=False),
+        "max_total_tokens": cap_value(raw.get("max_total_tokens"), f"{where}: max_total_tokens", whole=True),
+        "episode_limits": episode_limits(raw.get(EPISODE_LIMITS), where),
+    }
+    limits = settings["episode_limits"]
+    costed = [("max_cost", m) for m in models if settings["max_cost"] is not None or m.max_cost is not None]
+    costed += [(f"{EPISODE_LIMITS}.cost", m) for m in models if limits is not None and limits.cost is not None]
+    if judge is not None and settings["max_cost"] is not None:
+        costed.append(("max_cost", judge))
+    for what, model in costed:
+        if model.price_in is None or model.price_out is None:
+            raise ConfigError(f"{where}: {what} needs the prices of model {model.name!r}: set price_in and price_out (USD per 1M "
+                              f"tokens) in its config, or --price {model.name}=IN,OUT")  # fmt: skip
+    return settings
 
 
 def _task_ids(raw: Any, where: str) -> tuple[str, ...] | None:

@@ -19,6 +19,7 @@ from .envs.base import Environment, EpisodeContext, Outcome, Session, Task
 from .errors import ContextLimitError, EnvError, ModelError
 from .history import history_policy
 from .records import CallRow, EpisodeRecord, TurnRow, now
+from .spend import EpisodeLimits, Prices
 from .wording import counted
 from .types import Message, ModelReply
 
@@ -42,6 +43,8 @@ class EpisodeSpec:
     max_turns: int | None = None  # None: the environment's own cap
     seed: int = 0
     options: dict[str, Any] = field(default_factory=dict)
+    limits: EpisodeLimits | None = None  # the run's per-episode limits (spend.py); None: turn caps only, as AgentBench
+    prices: Prices | None = None  # the model's prices (a cost limit counts its calls at them)
     # read several times an episode; made once (functools.cached_property takes a lock on Python 3.11)
     episode_id: str = field(init=False, repr=False, compare=False)
 
@@ -150,6 +153,10 @@ async def run_episode(env: Environment, spec: EpisodeSpec, agent: AgentFn, judge
         while outcome is None:
             if turn >= max_turns:
                 outcome = await session.on_turn_limit()
+                break
+            reached = spec.limits.reached(calls, spec.prices) if spec.limits is not None else None
+            if reached is not None:  # no new call past a per-episode limit
+                outcome = Outcome(status=st.EPISODE_LIMIT_EXCEEDED, error=reached[1], details={"limit": reached[0]})
                 break
             turn += 1
             reply = await agent(shape(messages, keep=keep), tools, turn, calls, "agent")

@@ -24,6 +24,11 @@ class StoreError(AgentBenchError):
     """The DuckDB output file cannot be used (locked, other config, bad SQL)."""
 
 
+class SpendCapReached(AgentBenchError):
+    """The run's spend cap (``--max-cost``, ``--max-total-tokens``) was reached before the run began (a resume with the
+    same cap): nothing is run; the CLI prints the line and exits with status 3, as when a run stops at its cap."""
+
+
 class EnvUnavailableError(AgentBenchError):
     """An environment cannot start on this machine (missing package, no user namespaces, ...)."""
 

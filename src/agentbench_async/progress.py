@@ -52,6 +52,8 @@ class Progress:
         self._start = time.monotonic()
         self._live: Live | None = None
         self.stopped = False  # Ctrl-C: nothing more is admitted, there is no ETA
+        self.why = "Ctrl-C"  # what stopped it (Ctrl-C, a spend cap)
+        self.spend: Any = None  # the run's SpendMeter (spend.py): spend so far and the projection to the end
 
     def add_stream(self, model: str, env: str, total: int) -> None:
         self.rows.setdefault((model, env), _Row()).total += total
@@ -85,9 +87,9 @@ class Progress:
 
         return counted
 
-    def stop(self) -> None:
-        """Ctrl-C: the run admits nothing more (no ETA from now on)."""
-        self.stopped = True
+    def stop(self, why: str = "Ctrl-C") -> None:
+        """Ctrl-C (or a spend cap, ``why``): the run admits nothing more (no ETA from now on)."""
+        self.stopped, self.why = True, why
 
     def __enter__(self) -> Progress:
         if self.enabled:
@@ -117,9 +119,10 @@ class Progress:
         done = sum(s["done"] for s in snap["streams"])
         total = sum(s["total"] for s in snap["streams"])
         share = f" ({100 * done / total:.0f}%)" if total else ""
-        when = "stopped (Ctrl-C)" if snap["stopped"] else f"ETA {_fmt_eta(snap['eta_s'] if snap['eta_s'] is not None else float('nan'))}"
+        when = f"stopped ({self.why})" if snap["stopped"] else f"ETA {_fmt_eta(snap['eta_s'] if snap['eta_s'] is not None else float('nan'))}"
         return (f"progress: {done:,}/{total:,} episodes{share}, {snap['calls_per_s']:.1f} calls/s, {snap['retries']:,} retries, "
-                f"{snap['http_429']:,} 429s, {snap['errors']:,} errors, {when} ({_fmt_eta(snap['elapsed_s'])} elapsed)")  # fmt: skip
+                f"{snap['http_429']:,} 429s, {snap['errors']:,} errors{_spent(snap.get('spend'))}, {when} "
+                f"({_fmt_eta(snap['elapsed_s'])} elapsed)")  # fmt: skip
 
     def snapshot(self) -> dict[str, Any]:
         """The figures of the display as plain data (the writer publishes them for live readers)."""
@@ -135,6 +138,8 @@ class Progress:
                     "cancelled": row.cancelled, "turns": sorted(row.turns.values(), reverse=True)}
                    for (model, env), row in sorted(self.rows.items())]  # fmt: skip
         # calls/s counts calls that ended: the ones started but not answered yet are no throughput
+        if self.spend is not None and (self.spend.active or any(p.priced for p in self.spend.prices.values())):
+            stat["spend"] = _spend(self.spend, done, total)  # priced models, or a cap: the spend and its projection
         return {**stat, "elapsed_s": elapsed, "calls_ended": ended, "calls_per_s": ended / elapsed, "episodes_per_s": rate,
                 "eta_s": (total - done) / rate if rate > 0 and not self.stopped else None, "stopped": self.stopped,
                 "streams": streams}  # fmt: skip
@@ -145,11 +150,11 @@ class Progress:
         done = sum(s["done"] for s in snap["streams"])
         total = sum(s["total"] for s in snap["streams"])
         cancelled = sum(s["cancelled"] for s in snap["streams"])
-        when = "stopped (Ctrl-C): cancelling the episodes in flight" if snap["stopped"] else f"ETA {_fmt_eta(eta)}"
+        when = f"stopped ({self.why}): cancelling the episodes in flight" if snap["stopped"] else f"ETA {_fmt_eta(eta)}"
         title = (
             f"{done}/{total} episodes{f' ({cancelled} cancelled)' if cancelled else ''} · {snap['calls_per_s']:.1f} calls/s "
             f"· retries {snap['retries']} · errors {snap['errors']} · tokens {snap['input_tokens']:,} in / "
-            f"{snap['output_tokens']:,} out · {when}"
+            f"{snap['output_tokens']:,} out{_spent(snap.get('spend'), ' ·')} · {when}"
         )
         if any("batches_submitted" in c.stats for c in self.clients):  # batch mode (models/batches.py)
             title += (f" · batches {snap['batches_submitted']} submitted / {snap['batches_in_progress']} in progress / "
@@ -161,6 +166,31 @@ class Progress:
             statuses = ", ".join(f"{k} {v}" for k, v in row.statuses.most_common())
             table.add_row(model, env, f"{row.done}/{row.total}", _in_flight(row), statuses)
         return table
+
+
+def _spend(meter: Any, done: int, total: int) -> dict[str, Any]:
+    """Spend so far (earlier invocations of the run included) and, once episodes have ended, the projection to the end:
+    this invocation's spend an episode times the episodes of this invocation (``None`` before)."""
+    spend = meter.snapshot()
+    earlier_cost = sum(t.cost for t in meter.earlier.values())
+    earlier_tokens = sum(t.tokens for t in meter.earlier.values())
+    share = total / done if done else None
+    cost = spend["cost_usd"]
+    spend["projected_usd"] = None if cost is None or share is None else earlier_cost + (cost - earlier_cost) * share
+    spend["projected_tokens"] = None if share is None else int(earlier_tokens + (spend["tokens"] - earlier_tokens) * share)
+    return spend
+
+
+def _spent(spend: dict[str, Any] | None, sep: str = ",") -> str:
+    """`` spent 1.23 USD of 5 (projected 4.10)`` for the progress line and the live view's title; tokens when unpriced."""
+    if not spend:
+        return ""
+    if spend["cost_usd"] is not None:
+        text = f"{sep} spent {spend['cost_usd']:.2f} USD" + (f" of {spend['cap_usd']:g}" if spend["cap_usd"] is not None else "")
+        projected = spend["projected_usd"]
+        return text + (f" (projected {projected:.2f})" if projected is not None else "")
+    text = f"{sep} {spend['tokens']:,} tokens" + (f" of {spend['cap_tokens']:,}" if spend["cap_tokens"] is not None else "")
+    return text + (f" (projected {spend['projected_tokens']:,})" if spend["projected_tokens"] is not None else "")
 
 
 def _in_flight(row: _Row) -> str:

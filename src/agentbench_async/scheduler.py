@@ -18,7 +18,7 @@ import resource
 import signal
 import time
 from collections import Counter
-from collections.abc import Awaitable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,7 +30,7 @@ from .config import RunConfig
 from .envs import make_env
 from .envs.base import Environment, Task
 from .episode import AgentFn, EpisodeCancelled, EpisodeSpec, episode_id, run_episode
-from .errors import AgentBenchError, ConfigError, EnvUnavailableError, StoreError, TaskFileError
+from .errors import AgentBenchError, ConfigError, EnvUnavailableError, SpendCapReached, StoreError, TaskFileError
 from .models import ModelClient, ModelConfig, open_client
 from .models.base import PERMANENT_WORDS, STOPPED_WORDS, adaptations
 from .models.batches import BatchClient, batch_settings
@@ -41,6 +41,7 @@ from .progress import PROGRESS_EVERY_S, Progress
 from .records import CallRow, EpisodeRecord
 from .store import EpisodeWriter, Store
 from .store.batch_ledger import BatchLedger
+from .spend import Caps, CapReached, Prices, SpendMeter, add_stored
 from .store.db import new_run_id
 from .types import Message, ModelReply
 
@@ -68,6 +69,8 @@ class RunSummary:
     adapted: dict[str, list[str]] = field(default_factory=dict)  # model -> request fields adapted to its server
     planned: dict[str, dict[str, int]] = field(default_factory=dict)  # model -> env -> episodes the run was to hold
     pace: PaceTally = field(default_factory=PaceTally)  # what waited on the engine's limits (pace.py)
+    cap_reached: str | None = None  # the run stopped at its spend cap (spend.py): the one line saying which and how much
+    spend: SpendMeter | None = None  # tokens and USD of the run (this file's earlier invocations included)
 
     def model_error_lines(self) -> list[str]:
         """One line per model with model_error episodes, naming its most common error."""
@@ -152,12 +155,28 @@ class Evaluation:
         self._ledger: BatchLedger | None = None
         self._retry_after_caps = {m.name: m.retry_after_max_s for m in [*config.models, config.judge] if m is not None}
         self._held: dict[str, list[EpisodeRecord]] = {}  # model -> permanent refusals not written yet (_submit)
+        self._model_tasks: dict[str, set[asyncio.Task[None]]] = {}  # model -> its episodes in flight (a model's cap)
+        self.spend = _spend_meter(config, self._cap_reached)
+        self._cap_line: str | None = None  # the run's cap, once reached
 
-    def stop(self) -> None:
-        """Stop admitting episodes and cancel those in flight (SIGINT)."""
+    def _cap_reached(self, reached: CapReached) -> None:
+        """A spend cap was reached (spend.py): no new call; the episodes in flight (the run's, or the model's) end
+        ``cancelled`` and are played on resume."""
+        if reached.model is None:
+            self._cap_line = self._cap_line or reached.line
+            self.stop(why="spend cap")
+            return
+        self._disabled_models.add(reached.model)
+        self.console.print(f"{reached.line}; no more episodes for {reached.model} (a resume with a higher cap plays them)",
+                           style="yellow", markup=False, highlight=False, soft_wrap=True)  # one line, for grep
+        for task in list(self._model_tasks.get(reached.model, ())):
+            task.cancel()
+
+    def stop(self, why: str = "Ctrl-C") -> None:
+        """Stop admitting episodes and cancel those in flight (SIGINT, a spend cap)."""
         if not self._stopping.is_set():
             self._stopping.set()
-            self.progress.stop()
+            self.progress.stop(why)
             for task in list(self._tasks):
                 task.cancel()
 
@@ -173,6 +192,13 @@ class Evaluation:
         fingerprint = store.resumed_fingerprint(cfg.public_dict(), cfg.fingerprint())  # another --env list resumes
         writer: EpisodeWriter | None = None
         try:
+            if self.spend.active:  # what earlier invocations spent counts: the same cap again stops at once
+                add_stored(self.spend, store.con, fingerprint)
+                over = self.spend.over()
+                if over is not None and over.model is None:
+                    raise SpendCapReached(f"{over.line}; nothing run: resume with a higher cap to go on")
+                if over is not None:
+                    self._cap_reached(over)
             done = store.done_episode_ids(fingerprint)
             counts: dict[tuple[str, str], tuple[int, int]] = {}  # (model, env) -> (episodes, already done)
             for name, env in made.items():
@@ -186,7 +212,7 @@ class Evaluation:
             # its first wait: the files an environment reads when it starts).
             self._starting = {name: asyncio.create_task(self._start_env(env), name=f"start {name}") for name, env in envs.items()}
             await asyncio.sleep(0)  # each start runs to its first wait (a server or worker spawned) while the rest is set up
-            summary = RunSummary(run_id=new_run_id(), out=str(cfg.out))
+            summary = RunSummary(run_id=new_run_id(), out=str(cfg.out), spend=self.spend)
             writer = EpisodeWriter(store, summary.run_id, fingerprint, replace=store.rerun_episode_ids(fingerprint),
                                    progress=self.progress.snapshot,
                                    on_failure=lambda _: self.stop())  # a write failed (disk full, file removed): stop  # fmt: skip
@@ -286,6 +312,10 @@ class Evaluation:
             for model in cfg.models:
                 clients[model.name] = self._client(model, sessions)
             judge = self._client(cfg.judge, sessions, shared=clients) if cfg.judge else None
+            for c in [*clients.values(), judge]:
+                if c is not None:
+                    c.on_usage = self.spend.record  # every answered call counted (the caps, the progress line)
+            self.progress.spend = self.spend
             batched = {id(c): await self._batched(c, done) for c in [*clients.values(), judge] if c is not None}
             clients = {name: batched[id(c)] for name, c in clients.items()}
             judge = batched[id(judge)] if judge is not None else None
@@ -338,6 +368,7 @@ class Evaluation:
             for s in sessions:
                 await s.close()
         summary.interrupted = self._stopping.is_set()
+        summary.cap_reached = self._cap_line
         summary.seconds, summary.cpu_seconds = loop.time() - start, time.process_time() - start_cpu
         summary.calls = sum(c.stats["calls"] for c in self.progress.clients)
         summary.retries = sum(c.stats["retries"] for c in self.progress.clients)
@@ -411,10 +442,11 @@ class Evaluation:
 
     def _specs(self, env: Environment, model: str) -> Iterator[EpisodeSpec]:
         cfg = self.config
+        prices = self.spend.prices.get(model)
         for task, repeat in self._work(env):
             yield EpisodeSpec(
                 model=model, task=task, repeat=repeat, action_mode=cfg.action_mode, history=cfg.history,
-                seed=cfg.seed, options=cfg.env_options.get(env.name, {}),
+                seed=cfg.seed, options=cfg.env_options.get(env.name, {}), limits=cfg.episode_limits, prices=prices,
             )  # fmt: skip
 
     def _count(self, env: Environment, model: str, done: set[str]) -> tuple[int, int]:
@@ -455,6 +487,10 @@ class Evaluation:
             task.add_done_callback(self._tasks.discard)
             tasks.add(task)
             task.add_done_callback(tasks.discard)
+            if self.spend.model_caps:  # a model's own cap cancels its episodes in flight
+                mine = self._model_tasks.setdefault(model.name, set())
+                mine.add(task)
+                task.add_done_callback(mine.discard)
 
     async def _one(self, env: Environment, spec: EpisodeSpec, agent: AgentFn, judge: AgentFn | None, writer: EpisodeWriter,
                    summary: RunSummary, global_sem: ModelPlaces, env_sem: ModelPlaces) -> None:  # fmt: skip
@@ -535,6 +571,13 @@ class Evaluation:
     def _on_sigint(self) -> None:
         self.console.print("[yellow]interrupted: finishing up (in-flight episodes are stored as cancelled and re-run on resume)[/yellow]")
         self.stop()
+
+
+def _spend_meter(cfg: RunConfig, on_cap: Callable[[CapReached], None]) -> SpendMeter:
+    """The run's spend at its models' prices, against the run's caps and each model's."""
+    models = [m for m in [*cfg.models, cfg.judge] if m is not None]
+    return SpendMeter({m.name: Prices.of(m) for m in models}, Caps(cfg.max_cost, cfg.max_total_tokens),
+                      {m.name: Caps(m.max_cost, m.max_total_tokens) for m in models}, on_cap)  # fmt: skip
 
 
 def _check_task_ids(cfg: RunConfig, envs: dict[str, Environment]) -> None:

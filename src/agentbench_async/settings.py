@@ -21,6 +21,7 @@ AGENTBENCH_HISTORY = "agentbench"  # v0.2 truncates every task's history to 3,50
 AGENTBENCH_LTP_JUDGE = "gpt-3.5-turbo-0613"  # v0.2's LTP host, temperature 0
 DEVIATIONS_KEY = "agentbench_deviations"  # where the list is stored in runs.config
 DATA_DIR_SKIPPED = "data_dir_skipped"  # runs.config: environments that ran without --data-dir -> what they missed there
+EPISODE_LIMITS = "episode_limits"  # runs.config: per-episode limits of tokens, cost, wall time (spend.py), when set
 
 
 def env_result_options(env: str) -> dict[str, Any]:
@@ -79,6 +80,10 @@ def deviations(config: dict[str, Any]) -> list[Deviation]:
             if key in options and (upstream is None or str(options[key]) != str(upstream)):
                 out.append(Deviation(f"{env}.{key}", str(options[key]), "no such option" if upstream is None else str(upstream), envs=(env,)))
         out += env_deviations(env, config)
+    limits = config.get(EPISODE_LIMITS)
+    if isinstance(limits, dict) and limits:
+        value = ", ".join(f"{k} {v}" for k, v in sorted(limits.items()))
+        out.append(Deviation(EPISODE_LIMITS, value, "turn caps only", "episodes that reach a limit end episode_limit_exceeded"))
     judge = config.get("judge")
     if "ltp" in envs and isinstance(judge, dict):
         judge_id = judge.get("model") or judge.get("name")

@@ -12,6 +12,7 @@ TASK_LIMIT_EXCEEDED: Final = "task_limit_exceeded"
 ENV_ERROR: Final = "env_error"
 MODEL_ERROR: Final = "model_error"
 CANCELLED: Final = "cancelled"
+EPISODE_LIMIT_EXCEEDED: Final = "episode_limit_exceeded"  # a per-episode limit of the run (tokens, cost, wall time)
 
 ALL_STATUSES: Final = (
     COMPLETED,
@@ -22,6 +23,7 @@ ALL_STATUSES: Final = (
     ENV_ERROR,
     MODEL_ERROR,
     CANCELLED,
+    EPISODE_LIMIT_EXCEEDED,
 )
 
 # What each status means (the documentation's statuses reference is generated from this).
@@ -35,12 +37,15 @@ MEANINGS: Final = {
     ENV_ERROR: "the environment failed (not the model's fault); `error` says why",
     MODEL_ERROR: "the API failed after retries, or refused the request; not re-run when `details.permanent` (refused "
     "identically twice)",
-    CANCELLED: "the run was interrupted while the episode was in flight",
+    CANCELLED: "the run was interrupted while the episode was in flight (or stopped at a spend cap); a resume plays it",
+    EPISODE_LIMIT_EXCEEDED: "a per-episode limit of the run (`episode_limits`: tokens, cost or wall time; off by default, a "
+    "recorded deviation when on) ended the episode before its next model call; `error` says which; never a turn cap's "
+    "`task_limit_exceeded`",
 }
 
 # Outcomes that say something about the model; a re-run skips episodes that ended this way.
 AGENT_OUTCOMES: Final = frozenset(
-    {COMPLETED, CONTEXT_LIMIT_EXCEEDED, INVALID_FORMAT, INVALID_ACTION, TASK_LIMIT_EXCEEDED}
+    {COMPLETED, CONTEXT_LIMIT_EXCEEDED, INVALID_FORMAT, INVALID_ACTION, TASK_LIMIT_EXCEEDED, EPISODE_LIMIT_EXCEEDED}
 )
 # Infrastructure outcomes: never scored against the model, run again on resume.
 RETRY_ON_RESUME: Final = frozenset({ENV_ERROR, MODEL_ERROR, CANCELLED})
@@ -78,6 +83,8 @@ DEFAULT_PAPER_STATUS: Final = {
     TASK_LIMIT_EXCEEDED: PAPER_TASK_LIMIT_REACHED,
     ENV_ERROR: PAPER_UNKNOWN,
     MODEL_ERROR: PAPER_TASK_ERROR,
+    # upstream has no such limit; its nearest word: the task's limit was reached (the paper's TLE column)
+    EPISODE_LIMIT_EXCEEDED: PAPER_TASK_LIMIT_REACHED,
 }
 
 

@@ -13,6 +13,7 @@ FAILURE_CLASSES: tuple[str, ...] = (
     "invalid_format",
     "invalid_action",
     "task_limit_exceeded",
+    "episode_limit_exceeded",
     "env_error",
     "model_error",
     "cancelled",
@@ -27,6 +28,8 @@ CLASS_MEANINGS: dict[str, str] = {
     "invalid_format": "status `invalid_format`: a reply the protocol cannot parse",
     "invalid_action": "status `invalid_action`: a parsed action the environment cannot execute",
     "task_limit_exceeded": "status `task_limit_exceeded`, not solved: the turn cap was reached",
+    "episode_limit_exceeded": "status `episode_limit_exceeded`, not solved: a per-episode limit of the run (tokens, cost, "
+    "wall time: `episode_limits`) ended it",
     "env_error": "status `env_error`: the environment failed; run again on resume",
     "model_error": "status `model_error`: the API failed; run again on resume",
     "cancelled": "status `cancelled`: the run was interrupted; run again on resume",

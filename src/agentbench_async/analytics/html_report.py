@@ -26,6 +26,7 @@ CLASS_COLORS: dict[str, str] = {
     "invalid_format": "#ff725c",
     "invalid_action": "#efb118",
     "task_limit_exceeded": "#4269d0",
+    "episode_limit_exceeded": "#97bbf5",
     "env_error": "#8a8a8a",
     "model_error": "#b5b5b5",
     "cancelled": "#dcdcdc",

@@ -90,11 +90,11 @@ def overall_table(report: Report, rows: pl.DataFrame | None = None, title: str =
 # Narrow terminals: the failure classes under short names on purpose (the paper's own CLE/TLE style), with a legend
 SHORT_CLASSES: dict[str, str] = {
     "completed_success": "ok", "completed_wrong": "wrong", "context_limit_exceeded": "CLE", "invalid_format": "IF",
-    "invalid_action": "IA", "task_limit_exceeded": "TLE", "env_error": "env", "model_error": "API", "cancelled": "cancel",
+    "invalid_action": "IA", "task_limit_exceeded": "TLE", "episode_limit_exceeded": "ELE", "env_error": "env", "model_error": "API", "cancelled": "cancel",
     "completed": "Completed",
 }  # fmt: skip
 CLASS_LEGEND = ("ok/wrong = completed with a right/wrong answer; CLE = context limit exceeded; IF = invalid format; "
-                "IA = invalid action; TLE = task limit exceeded; env, API = environment or model-server failures; "
+                "IA = invalid action; TLE = task limit exceeded; ELE = episode limit exceeded (episode_limits); env, API = environment or model-server failures; "
                 "cancel = cancelled")  # fmt: skip
 
 

@@ -16,7 +16,7 @@ import os
 import random
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -87,6 +87,8 @@ class ModelConfig:
     price_cached_in: float | None = None  # USD per 1M input tokens read from the prompt cache (None: price_in)
     price_cache_write: float | None = None  # USD per 1M input tokens written to the cache (None: price_in)
     batch_discount: float = 0.5  # share of the price a batch request saves (OpenAI and Anthropic: 50%)
+    max_cost: float | None = None  # USD: no new call of this model once its spend in the run reaches it (spend.py)
+    max_total_tokens: int | None = None  # input + output tokens: the same, counted in tokens
     rate_window_s: float = 60.0  # the window of rpm/tpm (60 = per minute)
     retry_backoff_s: float = 0.5  # exponential backoff with full jitter: random in [0, backoff * 2^n]
     retry_backoff_max_s: float = 30.0  # the longest backoff between two attempts
@@ -274,6 +276,7 @@ class ModelClient(abc.ABC):
         self._failed: ModelError | None = None  # set by an error no retry fixes: every later call fails at once
         self._refused: tuple[tuple[int, bytes], int] | None = None  # the last permanent refusal and how many in a row
         self.stats = {"calls": 0, "retries": 0, "errors": 0, "http_429": 0, "input_tokens": 0, "output_tokens": 0}
+        self.on_usage: Callable[[CallRow], None] | None = None  # each answered call, as read (the run's spend: spend.py)
 
     # -- provider specifics -------------------------------------------------------------------
     @abc.abstractmethod
@@ -503,6 +506,8 @@ class ModelClient(abc.ABC):
         self._refused = None  # an answer: refusals so far were not everything the server says
         self.stats["input_tokens"] += reply.usage.input_tokens or 0
         self.stats["output_tokens"] += reply.usage.output_tokens or 0
+        if self.on_usage is not None:
+            self.on_usage(row)
         if reply.finish_reason in _LENGTH_REASONS and not reply.content and not reply.tool_calls:
             self._budget_or_window(reply, row)
         elif reply.finish_reason == "model_context_window_exceeded":
