@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..deviation import Deviation
+from ..bounds import MAX_TASK_FILE_BYTES, mib, read_at_most
 from ..errors import AgentBenchError, ConfigError
 from . import env_class
 from .options import TASKS_FILE, TASKS_SHA256
@@ -55,9 +56,12 @@ def settle_task_files(env_options: dict[str, dict[str, Any]], split: str, where:
             raise ConfigError(f"{where}: tasks: {env} reads no task file of your own (os, db, kg and ltp do)")
         path = Path(str(options[TASKS_FILE])).expanduser().resolve()
         try:
-            content = path.read_bytes()
+            content = read_at_most(path, MAX_TASK_FILE_BYTES)  # bounded: --tasks os=/dev/zero ends at once
         except OSError as exc:
             raise ConfigError(f"{where}: tasks: {env}={path}: cannot read ({exc.strerror or exc}); give {cls.task_file_format}") from None
+        if len(content) > MAX_TASK_FILE_BYTES:
+            raise ConfigError(f"{where}: tasks: {env}={path}: larger than {mib(MAX_TASK_FILE_BYTES)}, too big for a task file; give "
+                              f"{cls.task_file_format}")  # fmt: skip
         options[TASKS_FILE], options[TASKS_SHA256] = str(path), hashlib.sha256(content).hexdigest()
         try:
             count = sum(1 for _ in cls.read_task_file(path, split, options))

@@ -87,6 +87,8 @@ def read_records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             record = json.loads(raw)
         except json.JSONDecodeError as exc:
             raise _bad(path, index, f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+        except RecursionError:  # a line of 200,000 nested lists
+            raise _bad(path, index, "nests lists/objects deeper than Python reads; a task record needs a few levels") from None
         yield index, validate_record(record, path, index)
         index += 1
 

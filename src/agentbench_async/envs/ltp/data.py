@@ -103,6 +103,8 @@ def load_builtin(path: Path) -> list[dict[str, Any]]:
             raw = json.loads(line)
         except json.JSONDecodeError as exc:
             raise TaskFileError(f"{where}: not valid JSON ({exc.msg}); one JSON object per line") from None
+        except RecursionError:  # a line of 200,000 nested lists
+            raise TaskFileError(f"{where}: nests lists/objects deeper than Python reads; a puzzle needs a few levels") from None
         if not isinstance(raw, dict):
             raise TaskFileError(f"{where}: expected a JSON object")
         for field in ("id", "story", "truth"):

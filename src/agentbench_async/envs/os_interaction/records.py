@@ -8,12 +8,11 @@ fails here with one line naming the file, record and field, not in the middle of
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ...environment import Task, TaskFileError
+from ...environment import Task, TaskFileError, read_json
 from ...resources import environments_dir
 from .scripts import script_file
 
@@ -30,10 +29,7 @@ def official_root(data_dir: Path) -> Path:
 
 
 def _read_records(path: Path) -> list[Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise TaskFileError(f"os: cannot read task file {path}: {exc}") from None
+    data = read_json(path, missing=f"os: cannot read task file {path}: no such file", where=f"os: task file {path}")  # bounded
     return data if isinstance(data, list) else [data]
 
 
