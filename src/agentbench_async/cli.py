@@ -130,6 +130,16 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--workers", type=int, help="worker processes (default with --ray: one per CPU); alone: that many on this machine")
     run.add_argument("--out", type=Path, help="the DuckDB file to write (required here or in the config)")
 
+    plan = sub.add_parser("plan", parents=[run], add_help=False, help="what a run will cost and take, before it runs: episodes, "
+                          "first requests, tokens, USD and time per model x environment (the same flags as run; no model call)")
+    plan.add_argument("--json", action="store_true", help="print the plan as JSON instead of a table")
+    plan.add_argument("--demo", action="store_true", help="plan agentbench demo's run (its mock models; --env, --split, --limit "
+                      "and --out as demo takes them)")
+    plan.add_argument("--from", dest="calibrate_from", type=Path, nargs="+", metavar="FILE", help="earlier result files: the "
+                      "tokens a character and the calls, growth and output of an episode of the same model and environment")
+    plan.add_argument("--chars-per-token", type=float, metavar="N", help="without a tokenizer or --from: characters a token "
+                      "(default 4)")
+
     demo = sub.add_parser("demo", help="evaluate the built-in mock model (oracle and weak) on every environment")
     demo.add_argument("--out", type=Path, default=Path("runs/demo.duckdb"), help="the DuckDB file to write (running again resumes)")
     demo.add_argument("--split", choices=["dev", "test", "std"], default="dev", help="task split (default dev; std: test)")
@@ -440,12 +450,52 @@ def _execute(cfg: RunConfig, *, progress: bool | None, command: str, skip_unavai
     return 0
 
 
+def _cmd_plan(args: argparse.Namespace) -> int:
+    from .analytics.plan_compare import plan_path
+    from .planning import make_plan, print_plan
+
+    if args.demo:  # agentbench demo's run (its mock models, the dev split unless --split), as demo would play it
+        from .envs import available_envs
+
+        envs = [e.strip() for e in args.env.split(",")] if args.env else available_envs()
+        raw = _demo_settings(args.out or Path("runs/demo.duckdb"), args.split or "dev", envs, args.limit, "http://127.0.0.1:8765/v1")
+        cfg = build_config(raw, where="demo")
+    else:
+        cfg = build_config(_run_settings(args), where=str(args.config) if args.config else "flags")
+    plan = eventloop.run(make_plan(cfg, calibrate_from=args.calibrate_from or [], chars_per_token=args.chars_per_token))
+    saved = plan_path(cfg.out)
+    try:  # beside the run's file: report puts it beside what the run used
+        saved.parent.mkdir(parents=True, exist_ok=True)
+        saved.write_text(json.dumps(plan.as_dict(), indent=1), encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"plan: cannot write {saved} ({exc.strerror or exc}); give another --out") from None
+    if args.json:
+        print(json.dumps(plan.as_dict(), indent=1))
+    else:
+        print_plan(plan, _console)
+        _err.print(f"plan saved to {saved} (agentbench report {cfg.out} puts it beside what the run used)", markup=False, highlight=False,
+                   soft_wrap=True)
+    return 0
+
+
 # -- demo --------------------------------------------------------------------------------------
 def _cmd_demo(args: argparse.Namespace) -> int:
     from .envs import available_envs
 
     envs = [e.strip() for e in args.env.split(",")] if args.env else available_envs()
     return eventloop.run(_demo(args.out, args.split, envs, args.limit, progress=False if args.no_progress else None))
+
+
+def _demo_settings(out: Path, split: str, envs: list[str], limit: int | None, base_url: str) -> dict[str, Any]:
+    """The demo's run: the mock model's oracle and weak policies (and its judge) served at ``base_url``."""
+    return {
+        "out": out, "split": split, "envs": envs, "limit": limit, "max_concurrency": 64,
+        "models": [
+            {"name": "mock-oracle", "base_url": base_url, "task_header": True},
+            {"name": "mock-weak", "base_url": base_url, "task_header": True},
+        ],
+        "judge": {"name": "mock-judge", "base_url": base_url, "task_header": True},
+    }  # fmt: skip
 
 
 async def _demo(out: Path, split: str, envs: list[str], limit: int | None, *, progress: bool | None) -> int:
@@ -455,15 +505,7 @@ async def _demo(out: Path, split: str, envs: list[str], limit: int | None, *, pr
     server = MockModelServer(MockOptions(policy="oracle", latency_ms=5, latency_jitter_ms=20))
     base_url = await server.start()
     try:
-        raw = {
-            "out": out, "split": split, "envs": envs, "limit": limit, "max_concurrency": 64,
-            "models": [
-                {"name": "mock-oracle", "base_url": base_url, "task_header": True},
-                {"name": "mock-weak", "base_url": base_url, "task_header": True},
-            ],
-            "judge": {"name": "mock-judge", "base_url": base_url, "task_header": True},
-        }  # fmt: skip
-        cfg = build_config(raw, where="demo")
+        cfg = build_config(_demo_settings(out, split, envs, limit, base_url), where="demo")
         evaluation = Evaluation(cfg, console=_err, progress=progress, command="demo", skip_unavailable_envs=True)
         summary = await evaluation.run()
     finally:
@@ -689,7 +731,7 @@ def _cmd_data(args: argparse.Namespace) -> int:
 _COMMANDS = {
     "run": _cmd_run, "demo": _cmd_demo, "report": _cmd_report, "sql": _cmd_sql, "show": _cmd_show,
     "compare": _cmd_compare, "view": _cmd_view, "envs": _cmd_envs, "serve-mock": _cmd_serve_mock, "data": _cmd_data,
-    "new-env": _cmd_new_env,
+    "new-env": _cmd_new_env, "plan": _cmd_plan,
 }  # fmt: skip
 
 

@@ -108,6 +108,28 @@ def _observation_text(messages: list[Message], injected: frozenset[int] = frozen
 
 async def run_episode(env: Environment, spec: EpisodeSpec, agent: AgentFn, judge: AgentFn | None = None,
                       live: Callable[[list[TurnRow]], None] | None = None) -> EpisodeRecord:  # fmt: skip
+    """Run one episode to its end and return its record (see ``_run_episode``); with a wall-time limit
+    (``episode_limits.seconds``) an episode still running at it is stopped where it is and ends
+    ``episode_limit_exceeded`` (its calls and turns so far kept)."""
+    seconds = spec.limits.seconds if spec.limits is not None else None
+    if seconds is None:
+        return await _run_episode(env, spec, agent, judge, live)
+    deadline = asyncio.timeout(seconds)
+    try:
+        async with deadline:
+            return await _run_episode(env, spec, agent, judge, live)
+    except EpisodeCancelled as cancelled:
+        if not deadline.expired():
+            raise  # the run was stopped (Ctrl-C, a spend cap): cancelled, played again on resume
+        record = cancelled.record
+    record.status, record.details = st.EPISODE_LIMIT_EXCEEDED, {"limit": "seconds"}
+    record.error = f"episode wall-time limit reached: {seconds:g} s (episode_limits.seconds)"
+    record.paper_status = st.paper_status_of(record.status)
+    return record
+
+
+async def _run_episode(env: Environment, spec: EpisodeSpec, agent: AgentFn, judge: AgentFn | None,
+                       live: Callable[[list[TurnRow]], None] | None) -> EpisodeRecord:  # fmt: skip
     """Run one episode to its end and return its record; ``live`` gets each turn's rows as the turn completes.
 
     Model and environment failures become statuses, never exceptions. If the episode is cancelled

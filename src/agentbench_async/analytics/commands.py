@@ -19,6 +19,7 @@ from .compare import Side, compare_results, pick_sides, render_comparison
 from .html_report import write_html
 from .loading import ReportError, Results, load
 from .operations import tool_call_hints
+from .plan_compare import plan_vs_spend, print_plan_vs_spend
 from .report import build_report
 from ..differences import changes, settings_of
 from .configs import configuration
@@ -46,12 +47,18 @@ def report(
     """
     with load(paths, pool=pool) as res:
         rep = build_report(res, prices, denominator)
+        planned = {str(p): rows for p in paths if (rows := plan_vs_spend(res, p))}  # agentbench plan's figures, where made
     if html is not None:
         write_html(rep, html)
     if json_out:
-        console.out(json.dumps(rep.to_dict(), ensure_ascii=False, default=str), highlight=False)
+        out = rep.to_dict()
+        if planned:
+            out["plan_vs_spend"] = planned
+        console.out(json.dumps(out, ensure_ascii=False, default=str), highlight=False)
     else:
         render(rep, console)
+        for rows in planned.values():
+            print_plan_vs_spend(rows, console)
         if html is not None:
             console.print(f"HTML report written to {html}")
     return 0

@@ -353,6 +353,13 @@ class Environment(abc.ABC):
     async def close(self) -> None:
         """Release run-wide resources."""
 
+    def opening(self, task: Task, ctx: EpisodeContext) -> tuple[list[Message], list[dict[str, Any]] | None] | None:
+        """The messages and tools an episode of ``task`` begins with, when this environment can tell them without the
+        episode's resources (a sandbox, a database table): what its session's ``begin()`` and ``tools()`` give, made by
+        the same code. ``agentbench plan`` reads it instead of opening a session. None (the default): plan opens a
+        session (after ``start()``) and asks ``begin()``."""
+        return None
+
     @abc.abstractmethod
     async def open_session(self, task: Task, ctx: EpisodeContext) -> Session:
         """Create the episode's session (cheap; heavy work goes in ``Session.begin``)."""

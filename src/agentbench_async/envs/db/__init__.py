@@ -29,10 +29,10 @@ from typing import Any, ClassVar
 
 import pymysql
 
-from ...environment import Deviation, EnvUnavailableError, Environment, EpisodeContext, Option, Session, Task, missing_file
+from ...environment import Deviation, EnvUnavailableError, Environment, EpisodeContext, Message, Option, Session, Task, missing_file
 from ..upstream_prompts import FC, V02, upstream_path, wording_deviations
 from .backend import Backend
-from .protocol import MAX_OPERATIONS, UPSTREAM_TASK, Prompts, load_prompts
+from .protocol import MAX_OPERATIONS, UPSTREAM_TASK, Prompts, first_messages, load_prompts
 from .server import DEFAULT_TMP_MB, PrivateMariaDB, parse_db_url, probe_flavour
 from .session import DBSession
 from .tasks import load_tasks, official_path, own_file_tasks
@@ -141,6 +141,11 @@ class DBEnvironment(Environment):
         if self._server is not None:
             await self._server.stop()
             self._server = None
+
+    def opening(self, task: Task, ctx: EpisodeContext) -> tuple[list[Message], list[dict[str, Any]] | None]:
+        """``DBSession.begin()``'s messages and ``tools()`` (agentbench plan: no database)."""
+        prompts = self.prompts(ctx.action_mode)
+        return first_messages(task.data, ctx.action_mode, prompts), prompts.tools if ctx.action_mode == "tools" else None
 
     async def open_session(self, task: Task, ctx: EpisodeContext) -> Session:
         prompts = self.prompts(ctx.action_mode)

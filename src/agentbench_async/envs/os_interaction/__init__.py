@@ -204,6 +204,11 @@ class OSEnvironment(Environment):
             self._prompts[action_mode] = load_prompts(self.data_dir, action_mode)
         return self._prompts[action_mode]
 
+    def opening(self, task: Task, ctx: EpisodeContext) -> tuple[list[Message], list[dict[str, Any]] | None]:
+        """``OSSession.begin()``'s messages and ``tools()`` (agentbench plan: no sandbox)."""
+        prompts = self.prompts(ctx.action_mode)
+        return first_messages(task.data["description"], ctx.action_mode, prompts), prompts.tools if ctx.action_mode == "tools" else None
+
     async def open_session(self, task: Task, ctx: EpisodeContext) -> Session:
         self.prompts(ctx.action_mode)  # a missing or changed prompt file fails before a sandbox is taken
         if not self._checked:
@@ -278,7 +283,7 @@ class OSSession(Session):
                 await self._shell.run(data["start"], self._env.command_timeout)
             if _checks_run_processes(data):  # what runs now is the task's: checks may count it (see grading)
                 await self._sandbox.mark_task_processes()
-        return first_messages(data["description"], self._ctx.action_mode, self._env.prompts(self._ctx.action_mode))
+        return self._env.opening(self._task, self._ctx)[0]
 
     def _observe(self, reply: ModelReply, text: str) -> list[Message]:
         if self._ctx.action_mode == "tools" and reply.tool_calls:
