@@ -12,6 +12,13 @@ SELECT * FROM (VALUES
     (8, 'mind2web', 'WB', 11.6, 'step success rate')
 ) AS w(position, env, abbrev, weight_inv, metric);
 
+-- declared_metrics: what the score means for an environment that is not AgentBench's (a plugin, a --env FILE.py), as
+-- it declared it (Environment.metric) and its runs stored it (runs.config.env_metrics); AgentBench's own are above.
+CREATE OR REPLACE VIEW declared_metrics AS
+SELECT m.key AS env, any_value(m.value ->> '$') AS metric
+FROM runs AS r, json_each(r.config, '$.env_metrics') AS m
+GROUP BY m.key;
+
 -- env_scores: each model x env x configuration's metric = mean of episodes.score over every episode, as the paper
 -- counts every sample: an infrastructure failure (env_error, model_error, cancelled) counts as a failure (score 0)
 -- and is shown apart in the infra columns. env_scores_outcomes is the same table over the model's own outcomes only
@@ -55,7 +62,7 @@ WITH counted AS (
 SELECT
     model,
     env,
-    coalesce(w.metric, 'mean score') AS metric,
+    coalesce(w.metric, dm.metric, 'mean score') AS metric,
     n,
     score,
     successes,
@@ -74,7 +81,8 @@ SELECT
     denominator,
     score_rule
 FROM wil
-LEFT JOIN agentbench_weights AS w USING (env);
+LEFT JOIN agentbench_weights AS w USING (env)
+LEFT JOIN declared_metrics AS dm USING (env);
 
 CREATE OR REPLACE VIEW env_scores AS
 SELECT * EXCLUDE (denominator) FROM env_scores_by_denominator WHERE denominator = 'paper';
@@ -103,7 +111,8 @@ QUALIFY builtin AND bool_or(other) OVER (PARTITION BY model, config_id);
 -- is the mean over the environments that were run, labelled partial. builtin_suites names the environments in it
 -- that played built-in suites (builtin_fallbacks; NULL when none), and the label says so, as the report's does:
 -- 'OA (not the paper's: built-in suites for KG, HH, WS)', or appended to a partial label. overall_score_outcomes: the
--- same from env_scores_outcomes (`report --denominator outcomes`).
+-- same from env_scores_outcomes (`report --denominator outcomes`). An environment that played a task file of the user's
+-- own (--tasks, source 'custom') is not in it: those are not AgentBench's tasks.
 CREATE OR REPLACE VIEW overall_score_by_denominator AS
 WITH per_model AS (
     SELECT
@@ -119,6 +128,8 @@ WITH per_model AS (
     JOIN agentbench_weights AS w USING (env)
     LEFT JOIN builtin_fallbacks AS b ON b.model = s.model AND b.config_id = s.config_id AND b.env = s.env
     WHERE s.n > 0
+        AND NOT EXISTS (SELECT 1 FROM episode_outcomes AS c  -- tasks of the user's own (--tasks ENV=PATH): no OA of them
+                        WHERE c.source = 'custom' AND c.model = s.model AND c.config_id = s.config_id AND c.env = s.env)
     GROUP BY s.model, s.config_id, s.denominator
 )
 SELECT

@@ -74,6 +74,15 @@ SELECT
          THEN r - row_number() OVER (PARTITION BY run_id, episode_id, loop_period ORDER BY turn) END AS loop_span
 FROM flagged;
 
+-- env_behaviour_checks: an environment's own settings of the heuristics below (Environment.behaviour_checks, stored in
+-- runs.config.env_behaviour_checks): looping false turns loops off; stalled N is its number of replies (0: off).
+CREATE OR REPLACE VIEW env_behaviour_checks AS
+SELECT c.key AS env,
+    bool_and(coalesce(TRY_CAST(c.value ->> '$.looping' AS BOOLEAN), true)) AS looping,
+    min(TRY_CAST(c.value ->> '$.stalled' AS INTEGER)) AS stalled
+FROM runs AS r, json_each(r.config, '$.env_behaviour_checks') AS c
+GROUP BY c.key;
+
 -- episode_behaviour: one row per episode the model played (episode_outcomes without infrastructure failures):
 --   replies, first_invalid_turn (the first action the environment refused), invalid_actions, recovered (after
 --   the first refused action the model made a valid one: recovery_turn; NULL when nothing was refused),
@@ -83,6 +92,7 @@ FROM flagged;
 --   looping        a failed episode with a repetition (the same action k times in a row, or a cycle of 2 or 3)
 --   stalled        a failed episode without one whose last 3 or more replies (agentbench_stall_turns) drew
 --                  nothing new from the environment (longer cycles, rephrased repeats)
+--                  (an environment may turn either off or set its own number of replies: env_behaviour_checks)
 --   gave_up_early  the model itself ended the episode with a wrong answer (completed_wrong) in fewer replies than
 --                  the median solved episode of the environment in the opened files (none solved: not judged)
 --   recovered      the model made a valid action after the environment refused one (solved or not), and none
@@ -141,27 +151,30 @@ e AS (
         array_to_string(list_transform(p.actions_from_loop[1:p.loop_period], lambda x: '"' || left(x, 60) || '"'), ', ')
             AS loop_action,
         s.solved_median_turns,
-        o.failure_class <> 'completed_success' AS failed
+        o.failure_class <> 'completed_success' AS failed,
+        coalesce(h.looping, true) AS looping_on,
+        CASE WHEN h.stalled = 0 THEN NULL ELSE coalesce(h.stalled, getvariable('agentbench_stall_turns'), 3) END AS stall_turns
     FROM episode_outcomes AS o
     LEFT JOIN per_episode AS p USING (run_id, episode_id)
     LEFT JOIN solved_turns AS s ON s.env = o.env
+    LEFT JOIN env_behaviour_checks AS h ON h.env = o.env
     WHERE NOT o.infra
 )
 SELECT
-    e.* EXCLUDE (failed, solved_median_turns),
+    e.* EXCLUDE (failed, solved_median_turns, looping_on, stall_turns),
     CASE
-        WHEN failed AND loop_period IS NOT NULL THEN 'looping'
-        WHEN failed AND turns_after_last_new >= coalesce(getvariable('agentbench_stall_turns'), 3) THEN 'stalled'
+        WHEN failed AND loop_period IS NOT NULL AND looping_on THEN 'looping'
+        WHEN failed AND turns_after_last_new >= stall_turns THEN 'stalled'
         WHEN failure_class = 'completed_wrong' AND replies < solved_median_turns THEN 'gave_up_early'
         WHEN recovered THEN 'recovered'
         ELSE 'none'
     END AS behaviour,
     CASE
-        WHEN failed AND loop_period IS NOT NULL THEN
+        WHEN failed AND loop_period IS NOT NULL AND looping_on THEN
             'turns ' || loop_from_turn || '-' || loop_to_turn || ': ' || loop_action
             || CASE loop_period WHEN 1 THEN ' ' || (loop_to_turn - loop_from_turn + 1) || ' times in a row'
                     ELSE ' over and over (a cycle of ' || loop_period || ')' END
-        WHEN failed AND turns_after_last_new >= coalesce(getvariable('agentbench_stall_turns'), 3) THEN
+        WHEN failed AND turns_after_last_new >= stall_turns THEN
             'nothing new from the environment after turn ' || coalesce(last_new_observation_turn, 0)
             || ' (' || turns_after_last_new || ' more repl' || CASE WHEN turns_after_last_new = 1 THEN 'y' ELSE 'ies' END || ')'
         WHEN failure_class = 'completed_wrong' AND replies < solved_median_turns THEN

@@ -215,6 +215,8 @@ def _parser() -> argparse.ArgumentParser:
     mock.add_argument("--capacity", type=int, help="serve this many requests at once, queue more (latency climbs); as vLLM/TGI")
     mock.add_argument("--queue-limit", type=int, default=0, help="with --capacity: requests that may wait; 429 beyond")
     mock.add_argument("--data-dir", type=Path, help="AgentBench data/ folder, to play official tasks")
+    mock.add_argument("--env", action="append", default=[], metavar="FILE.py", help="also play the mock players of the environment "
+                      "in this Python file (as run --env FILE.py; repeatable)")
     _add_data_flags(mock)
     mock.add_argument("--preload", metavar="SPLIT", help="load this split of every environment before serving (official tasks where "
                       "the data flags give them, else built-in), so the first requests of a run do not wait while task sets load")
@@ -506,6 +508,11 @@ async def _demo(out: Path, split: str, envs: list[str], limit: int | None, *, pr
     base_url = await server.start()
     try:
         cfg = build_config(_demo_settings(out, split, envs, limit, base_url), where="demo")
+        changed = _demo_changes(out, cfg)
+        if changed:  # an edited environment (its code), say: played again, not resumed into the earlier results
+            _err.print(f"demo: {'; '.join(changed)}: playing again (the earlier results stay in {out} as another "
+                       "configuration)", markup=False, highlight=False, soft_wrap=True)  # fmt: skip
+            cfg.new_run = True
         evaluation = Evaluation(cfg, console=_err, progress=progress, command="demo", skip_unavailable_envs=True)
         summary = await evaluation.run()
     finally:
@@ -516,6 +523,25 @@ async def _demo(out: Path, split: str, envs: list[str], limit: int | None, *, pr
 
     commands.summary(out, console=_console)  # the short summary and the commands that show more
     return 130 if summary.interrupted else 0
+
+
+def _demo_changes(out: Path, cfg: RunConfig) -> list[str]:
+    """What differs between the demo's latest run in ``out`` and this one (``code: X in the file, Y now``), when none of
+    the file's runs has this one's fingerprint; empty otherwise (a new file, a resume)."""
+    if not out.is_file():
+        return []
+    import duckdb
+
+    from .differences import config_changes
+
+    try:
+        with duckdb.connect(str(out), read_only=True) as con:
+            rows = con.execute("SELECT fingerprint, config FROM runs ORDER BY created_at DESC").fetchall()
+    except duckdb.Error:
+        return []  # not readable here: the run's own checks say why
+    if not rows or any(fingerprint == cfg.fingerprint() for fingerprint, _ in rows):
+        return []
+    return config_changes(json.loads(rows[0][1]), cfg.public_dict())
 
 
 # -- read-side commands ------------------------------------------------------------------------
@@ -681,6 +707,10 @@ def _cmd_serve_mock(args: argparse.Namespace) -> int:
     if args.reasoning and args.reasoning not in REASONING_MODES:
         raise ConfigError(f"--reasoning: unknown mode {args.reasoning!r} (known: {', '.join(REASONING_MODES)})")
     env_options: dict[str, dict[str, Any]] = {}
+    from .envs.files import load_env_file
+
+    for path in args.env:  # environments of a file: known by their names from now on, in this process
+        load_env_file(path)
     _add_env_options(args, env_options)
     options = MockOptions(
         policy=args.policy, latency_ms=args.latency_ms, latency_jitter_ms=args.latency_jitter_ms, fault_rate=args.fault_rate,

@@ -17,7 +17,11 @@ import yaml
 
 from .bounds import DEFAULT_MAX_RESPONSE_BYTES, check_http_url, load_yaml, read_config_text, redact_url
 from .distributed import RaySettings, ray_settings
-from .envs import available_envs, env_class, plugin_envs
+from .envs import ENV_NAMES, available_envs, env_class, plugin_envs
+from .envs.base import CODE, ENV_FILE
+from .envs.code import code_of
+from .envs.files import is_env_file, load_env_file
+from .envs.files import loaded as loaded_env_file
 from .envs.own_tasks import TASKS_FILE, TASKS_SHA256, merge_tasks_setting, settle_task_files
 from .errors import AgentBenchError, ConfigError
 from .history import POLICY_NAMES
@@ -79,6 +83,13 @@ class RunConfig:
             "env_options": _without_credentials(self.env_options),
             "seed": self.seed,
         }
+        metrics = {env: env_class(env).metric for env in self.envs if env not in ENV_NAMES}
+        if metrics:  # what the scores of environments that are not AgentBench's mean (analytics: declared_metrics)
+            public["env_metrics"] = metrics
+        checks = {env: {k: bool(v) if k == "looping" else int(v) for k, v in env_class(env).behaviour_checks.items()}
+                  for env in self.envs if env_class(env).behaviour_checks}  # fmt: skip
+        if checks:  # the environments' own settings of the report's behaviour heuristics (analytics: env_behaviour_checks)
+            public["env_behaviour_checks"] = checks
         if self.episode_limits:  # only when set: files without them keep their stored config's shape
             public[EPISODE_LIMITS] = self.episode_limits.public_dict()
         # the result-deciding settings that are not AgentBench v0.2's (report prints them, SQL can read them)
@@ -135,7 +146,8 @@ class RunConfig:
             "action_mode": self.action_mode,
             "history": self.history,
             "judge": gen(self.judge) if self.judge else None,  # (a resume compares it only where ltp ran: differences.py)
-            "env_options": self.env_options,
+            # a file environment's path is where it was, not what it does (its code is there, as ``code``)
+            "env_options": {env: {k: v for k, v in opts.items() if k != ENV_FILE} for env, opts in self.env_options.items()},
             "seed": self.seed,
         }
         if self.data_dir_skipped:  # only then: the fingerprints of runs without (all earlier ones) stay as they were
@@ -276,7 +288,11 @@ def _is_number(value: Any, minimum: float, *, above: bool = False) -> bool:
 
 def env_named(name: str, where: str) -> str:
     """An environment's name as registered, whatever its case (``OS``, ``Card_Game``); an unknown one is refused with the
-    closest known name."""
+    closest known name. A Python file (``./guess_number.py``) is loaded and checked (``envs/files.py``): its name."""
+    if is_env_file(name):
+        return load_env_file(name).cls.name
+    if not name.strip():
+        raise ConfigError(f"{where}: an empty environment name; name one (agentbench envs lists them), or all")
     try:
         env_class(name)
         return name
@@ -290,6 +306,17 @@ def env_named(name: str, where: str) -> str:
     # a known name that failed (a plugin that cannot be loaded) gets no suggestion of itself
     close = difflib.get_close_matches(lowered, [e for e in [*available_envs(), *plugin_envs()] if e != lowered], n=1, cutoff=0.6)
     raise ConfigError(f"{where}: {unknown}" + (f"; did you mean {close[0]}?" if close else "")) from None
+
+
+def _settle_code(env: str, env_options: dict[str, dict[str, Any]]) -> None:
+    """A file environment's path and every environment's code (``envs/code.py``) among its options: in the fingerprint,
+    so a run with edited code is not resumed as the same results."""
+    file_env = loaded_env_file(env)
+    code = code_of(env)
+    if file_env is not None:
+        env_options.setdefault(env, {})[ENV_FILE] = str(file_env.path)
+    if code is not None:
+        env_options.setdefault(env, {})[CODE] = code
 
 
 def envs_missing_data(envs: list[str], data_dir: Path, env_options: Mapping[str, Any], split: str, action_mode: str) -> dict[str, str]:
@@ -335,6 +362,8 @@ def build_config(raw: dict[str, Any], *, where: str = "config") -> RunConfig:
     if len(set(names)) != len(names):
         raise ConfigError(f"{where}: model names must be unique (got {names}); give each a distinct 'name'")
     envs_raw = raw.get("envs") or []
+    if isinstance(raw.get("envs"), str) and not raw["envs"].strip(", "):  # --env "": not every environment by accident
+        raise ConfigError(f"{where}: --env is empty; name environments (agentbench envs lists them), a FILE.py, or all")
     if isinstance(envs_raw, str):
         envs_raw = [e.strip() for e in envs_raw.split(",") if e.strip()]
     action_mode = raw.get("action_mode", "text")
@@ -389,6 +418,7 @@ def build_config(raw: dict[str, Any], *, where: str = "config") -> RunConfig:
         settled = env_class(env).settled_options(None if env in skipped else data_dir, env_options.get(env) or {})
         if settled:
             env_options[env] = settled
+        _settle_code(env, env_options)
     # options of environments this run does not play decide nothing here (a config file kept for several runs): left out
     env_options = {env: options for env, options in env_options.items() if env in envs_raw}
     judge = model_from_dict(raw["judge"], f"{where}: judge") if raw.get("judge") else None

@@ -14,6 +14,7 @@ import json
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
+from .envs.base import ENV_FILE
 from .settings import env_data_dir, env_deviations, env_result_options, official_tasks
 
 DEFAULT = "default"  # the printed value of a setting a run did not set
@@ -61,7 +62,7 @@ def settings_of(config: Mapping[str, Any], envs: Iterable[str], model: str | Non
     for env in envs:
         if "data_dir" in config:
             out[f"{env}.data"] = (env, "official" if official_tasks(env, config) else "built-in")
-        mine = dict(options.get(env) or {})
+        mine = {k: v for k, v in (options.get(env) or {}).items() if k != ENV_FILE}  # where a file was is no setting: its code is
         for key, upstream in env_result_options(env).items():
             value = mine.pop(key, upstream)
             if value is not None:

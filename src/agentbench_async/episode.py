@@ -215,7 +215,7 @@ async def _run_episode(env: Environment, spec: EpisodeSpec, agent: AgentFn, judg
         outcome = Outcome(status=st.CANCELLED, error="run interrupted")
         raise EpisodeCancelled(_record(spec, outcome, started, n_turns, transcript, calls)) from None
     except Exception as exc:  # a bug in an environment must not stop the run
-        outcome = Outcome(status=st.ENV_ERROR, error=f"{type(exc).__name__}: {exc}"[:500])
+        outcome = Outcome(status=st.ENV_ERROR, error=_bug_line(exc))
     finally:
         # A session without its own close() has nothing to release: no shielded task for it (that task
         # costs ~10 us an episode).
@@ -243,6 +243,17 @@ async def _context_limit_outcome(session: Session | None, error: str) -> Outcome
         except ModelError as exc:  # a judge call still running for the session failed (ltp)
             return _model_error_outcome(exc)
     return Outcome(status=st.CONTEXT_LIMIT_EXCEEDED, error=error)
+
+
+def _bug_line(exc: BaseException) -> str:
+    """An environment's unexpected exception as stored: its type, message and where it was raised in the environment's
+    code (the innermost frame outside this engine: ``my_env.py:42``), so a mistake points at its line."""
+    import traceback
+
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if "/agentbench_async/" not in f.filename.replace("\\", "/")
+              or "/agentbench_async/envs/" in f.filename.replace("\\", "/")]  # fmt: skip
+    at = f" (at {frames[-1].filename}:{frames[-1].lineno})" if frames else ""
+    return f"{type(exc).__name__}: {exc}"[: 500 - len(at)] + at
 
 
 class _EnvFailure(Exception):

@@ -60,12 +60,18 @@ def official_tasks(env: str, config: dict[str, Any]) -> bool:
 def deviations(config: dict[str, Any]) -> list[Deviation]:
     """The run's result-deciding settings that differ from AgentBench v0.2, from its stored config
     (``RunConfig.public_dict()``). A setting missing from the config (files of older versions) is not judged."""
+    from .envs import ENV_NAMES
+
     out: list[Deviation] = []
+    # only AgentBench's environments have a paper to differ from (a plugin's, a --env FILE.py's scores are their own)
+    paper_envs = [env for env in config.get("envs") or [] if env in ENV_NAMES]
+    if "envs" in config and not paper_envs:
+        return own_task_deviations(config)
     if "history" in config and config["history"] != AGENTBENCH_HISTORY:
         out.append(Deviation("history", str(config["history"]), "3,500-segment truncation (--history agentbench)"))
     if config.get("action_mode") == "tools":
         out.append(Deviation("action_mode", "tools", "text actions (tools mode is AgentBench FC's function calling)"))
-    envs = config.get("envs") or []
+    envs = paper_envs
     own = [env for env in envs if not official_tasks(env, config) and own_task_file(env, config) is None]
     if "data_dir" in config and own:
         value = "built-in task suites" + ("" if len(own) == len(envs) else f" ({', '.join(own)})")

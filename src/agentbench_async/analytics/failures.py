@@ -72,7 +72,9 @@ def class_shares(counts: pl.DataFrame) -> pl.DataFrame:
 
 def paper_table(res: Results) -> pl.DataFrame:
     """AgentBench's outcome table (paper convention): shares of the five columns per model x env x configuration."""
-    return res.paper_failure_table.sort(KEYS)
+    from ..envs import ENV_NAMES  # AgentBench's own environments only: the paper's table has no column for another's
+
+    return res.paper_failure_table.filter(pl.col("env").is_in(ENV_NAMES)).sort(KEYS)
 
 
 def top_reasons(res: Results, per_class: int = 3) -> pl.DataFrame:

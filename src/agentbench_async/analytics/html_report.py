@@ -58,6 +58,8 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]], left: int = 2,
 def _settings_section(report: Report) -> str:
     groups = report.deviation_groups()
     if all(not lines for _, lines in groups):
+        if not report.plays_agentbench and not report.scores.is_empty():
+            return ""  # only environments that are not AgentBench's: no paper to compare with
         return f"<p class=\"note\">Settings: {AGENTBENCH_SETTINGS} (history, turn caps, prompts, metrics, data, split).</p>"
     parts = []
     for run_ids, lines in groups:
@@ -143,14 +145,16 @@ def _failure_section(report: Report) -> str:
     solved = "".join(f'<p class="note">{escape(line)}</p>' for line in notes.solved_lines(report.solved))
     paper = _table(["model", "env", *[PAPER_TITLES[c] for c in PAPER_COLUMNS], "episodes"], paper_rows)
     infra = ", ".join(INFRA_CLASSES)
-    return (
-        "<h2>Failure classes</h2>"
-        f'<p class="note">Every finished episode is in exactly one class; {infra} are not the model\'s fault.</p>'
-        f"{table}{solved}{plot}"
+    paper_part = "" if report.paper.is_empty() else (  # AgentBench's environments only
         "<h3>AgentBench paper convention (% of episodes)</h3>"
         '<p class="note">The paper\'s five columns: its Task Limit Exceeded also holds unknown/task errors (here env_error '
         "and model_error); cancelled episodes are left out. Use it only to compare with the paper's tables.</p>"
         f"{paper}"
+    )
+    return (
+        "<h2>Failure classes</h2>"
+        f'<p class="note">Every finished episode is in exactly one class; {infra} are not the model\'s fault.</p>'
+        f"{table}{solved}{plot}{paper_part}"
     )
 
 

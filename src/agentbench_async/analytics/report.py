@@ -51,6 +51,11 @@ class Report:
     scores_all: pl.DataFrame | None = None
     overall_all: pl.DataFrame | None = None
 
+    @property
+    def plays_agentbench(self) -> bool:
+        """Whether any score is of an AgentBench environment (else no line about AgentBench's settings is shown)."""
+        return run_settings.plays_agentbench(self.scores["env"].to_list() if "env" in self.scores.columns else [])
+
     def deviation_groups(self) -> list[tuple[list[str], list[str]]]:
         """(run ids, "setting: value — not comparable ..." lines) per distinct set of deviations."""
         return run_settings.deviation_groups(self.deviations, self.runs["run_id"].to_list())

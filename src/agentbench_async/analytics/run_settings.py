@@ -14,6 +14,14 @@ from .loading import Results
 # models: the models a row concerns ("," between them), empty: every model of the run
 DEVIATION_COLUMNS = ("run_id", "source_file", "setting", "value", "agentbench", "note", "envs", "line", "models")
 AGENTBENCH_SETTINGS = "AgentBench v0.2 settings"  # what a score or run with no deviation is labelled
+OWN_ENVIRONMENT = "not an AgentBench environment"  # what the score of a plugin's or a --env FILE.py's is labelled
+
+
+def plays_agentbench(envs: list[str]) -> bool:
+    """Whether any of ``envs`` is one of AgentBench's eight (a plugin's or a file's scores have no paper to differ from)."""
+    from ..envs import ENV_NAMES
+
+    return any(env in ENV_NAMES for env in envs)
 THINKING = "reasoning_handling"  # the deviation a run shows when thinking was cut out of replies' content
 
 
@@ -92,7 +100,8 @@ def score_settings(res: Results, table: pl.DataFrame) -> pl.DataFrame:
                     and (not r["models"] or model in r["models"].split(",")):  # fmt: skip
                 names.append(r["setting"])
         rows.append({"model": model, "env": env, "config_id": config_id,
-                     "settings": "differs: " + ", ".join(names) if names else AGENTBENCH_SETTINGS})
+                     "settings": "differs: " + ", ".join(names) if names
+                     else AGENTBENCH_SETTINGS if plays_agentbench([env]) else OWN_ENVIRONMENT})  # fmt: skip
     return pl.DataFrame(rows, schema=schema)
 
 

@@ -358,6 +358,8 @@ def print_settings(report: Report, console: Console) -> None:
     """The runs' result-deciding settings that are not AgentBench v0.2's (or that there are none)."""
     groups = report.deviation_groups()
     if all(not lines for _, lines in groups):
+        if not report.plays_agentbench and not report.scores.is_empty():
+            return  # only environments that are not AgentBench's: no paper to compare with
         console.print(f"Settings: {AGENTBENCH_SETTINGS} (history, turn caps, prompts, metrics, data, split).")
         return
     for run_ids, lines in groups:
@@ -401,7 +403,8 @@ def render(report: Report, console: Console) -> None:
     print_table(console, classes_table(report, short=True) if short else classes)
     for line in notes.solved_lines(report.solved):
         console.print(f"  {escape(line)}", highlight=False)
-    print_table(console, paper_table(report, short=True) if short else paper)
+    if not report.paper.is_empty():  # AgentBench's environments only
+        print_table(console, paper_table(report, short=True) if short else paper)
     if short:
         console.print(f"[dim]{CLASS_LEGEND}[/]", highlight=False)
     if not report.reasons.is_empty():
@@ -429,17 +432,20 @@ def render_summary(report: Report, console: Console, path: str) -> None:
     envs = sorted(report.scores["env"].unique().to_list())
     oa = {shown(r): (f"{r['oa']:.2f}" if r["complete"] else f"{r['oa']:.2f} partial ({r['envs_run']}/8)")
           + (f", built-in {r['builtin_suites']}" if r.get("builtin_suites") else "") for r in report.overall.iter_rows(named=True)}  # fmt: skip
-    table = Table(title="Scores (%) per model and environment, and the overall AgentBench score (OA)", title_justify="left")
+    with_oa = not report.overall.is_empty()  # AgentBench's environments on its tasks, or none: no OA column
+    table = Table(title="Scores (%) per model and environment" + (", and the overall AgentBench score (OA)" if with_oa else ""),
+                  title_justify="left")  # fmt: skip
     table.add_column("model")
     for env in envs:
         table.add_column(env, justify="right")
-    table.add_column("OA", justify="right")
+    if with_oa:
+        table.add_column("OA", justify="right")
     cells: dict[str, dict[str, float | None]] = {}
     for r in report.scores.iter_rows(named=True):
         cells.setdefault(shown(r), {})[r["env"]] = r["score"]
     for name in sorted(cells):
         table.add_row(escape(name), *[pct(cells[name].get(env), 0) if env in cells[name] else "" for env in envs],
-                      oa.get(name, "–"))  # fmt: skip
+                      *([oa.get(name, "–")] if with_oa else []))  # fmt: skip
     if report.compared is not None and report.compared.line():
         console.print(f"[yellow]{escape(report.compared.line() or '')}[/]", highlight=False)
     print_table(console, table, keys=1)

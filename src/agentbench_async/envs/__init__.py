@@ -6,6 +6,10 @@ Besides the built-in ones, any installed package may add environments by declari
 process (the run, ``serve-mock``, ``--workers``/Ray workers), listed by ``agentbench envs`` and run when named
 (``--env NAME``, or ``--env all,NAME``: ``all`` alone is the built-in ones). One that cannot be loaded is a one-line
 error naming its package when it is used, and never hides the others; one named like a built-in is refused.
+
+An environment may also come from one Python file (``--env ./guess_number.py``: ``files.py``); once loaded in a
+process it is found by its name like the others, and ``make_env`` loads it from the path the run stored in its
+options (``env_file``), so workers and the mock server play the same file.
 """
 
 from __future__ import annotations
@@ -19,7 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, EnvUnavailableError
-from .base import ActionMode, Environment, EpisodeContext, Outcome, Session, Step, Task
+from .base import CODE, ENV_FILE, ActionMode, Environment, EpisodeContext, Outcome, Session, Step, Task
+from .checks import check_module_classes
+from .files import load_env_file, loaded
 
 # The eight AgentBench environments (contract names), then engine self-test environments.
 ENV_NAMES: tuple[str, ...] = ("os", "db", "kg", "card_game", "ltp", "alfworld", "webshop", "mind2web")
@@ -93,6 +99,11 @@ def _load_plugin(name: str) -> type[Environment]:
     if getattr(obj, "name", None) != name:
         raise EnvUnavailableError(f"environment plugin {name!r} from {plugin.package}: {plugin.target}.name is "
                                   f"{getattr(obj, 'name', None)!r}; it must be the entry point's name {name!r}")  # fmt: skip
+    top = module_name.partition(".")[0]
+    try:  # a sync method the engine awaits, a missing one, a wrong return type: one line with file and line, now
+        check_module_classes(obj, [top, top + "."])
+    except ConfigError as exc:
+        raise EnvUnavailableError(f"environment plugin {name!r} from {plugin.package}: {exc}") from None
     return obj
 
 
@@ -109,7 +120,11 @@ def available_envs(include_hidden: bool = False) -> list[str]:
 
 
 def env_class(name: str) -> type[Environment]:
-    """The class of environment ``name`` (built-in or plugin); a ConfigError/EnvUnavailableError in one line if none."""
+    """The class of environment ``name`` (built-in, plugin or a file loaded in this process); a ConfigError/EnvUnavailableError
+    in one line if none."""
+    file_env = loaded(name)
+    if file_env is not None:
+        return file_env.cls
     if name not in _REGISTRY and name in plugins():
         return _load_plugin(name)
     if name not in _REGISTRY or not _installed(name):
@@ -124,6 +139,10 @@ def env_class(name: str) -> type[Environment]:
 
 
 def make_env(name: str, *, data_dir: Path | None = None, options: dict[str, Any] | None = None) -> Environment:
+    """Environment ``name`` made with these options; a file environment is loaded from the path they hold (``env_file``)
+    first, and refused if its ``code`` differs from the file's now."""
+    if options and options.get(ENV_FILE):
+        load_env_file(str(options[ENV_FILE]), expect_code=options.get(CODE))
     return env_class(name)(data_dir=data_dir, options=options)
 
 

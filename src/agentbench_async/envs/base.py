@@ -43,6 +43,9 @@ from .options import RESERVED_OPTIONS, TASKS_FILE, Option, check_options
 ActionMode = Literal["text", "tools"]
 Split = Literal["dev", "test"]
 SPLITS: tuple[Split, ...] = ("dev", "test")
+ENV_FILE = "env_file"  # option set by the run: a file environment's absolute path (files.py)
+CODE = "code"  # option set by the run: what the environment's code is (code.py), part of what a run resumes against
+_RUN_SET = (*RESERVED_OPTIONS, ENV_FILE, CODE)  # options every environment accepts, whatever its option_specs
 
 
 @dataclass(frozen=True)
@@ -234,6 +237,15 @@ class Environment(abc.ABC):
     # AgentBench's record format this environment reads from a task file of the user's own (``--tasks ENV=PATH``,
     # ``read_task_file``), as a user is told it ("a JSON list of os_interaction records"); "": it reads none.
     task_file_format: ClassVar[str] = ""
+    # Raised by one for a change of the code that changes results (a parser, a grader, a prompt): the run stores it
+    # (option ``code``, ``code.py``) so a file written with the earlier behaviour is not resumed as the same results.
+    # 1 is stored as nothing (files written before it existed resume as they did).
+    behaviour_version: ClassVar[int] = 1
+    # The report's behaviour heuristics for this environment's failed episodes (analytics/45_behaviour.sql), where the
+    # engine's defaults misread it: ``looping`` (False: never call repeated actions a loop, e.g. a game whose right
+    # move is the same every turn) and ``stalled`` (the replies without anything new from the environment that make
+    # an episode stalled, 3 by default; 0: off, e.g. a game that answers "Higher." again and again as news).
+    behaviour_checks: ClassVar[Mapping[str, int | bool]] = {}
 
     @classmethod
     def check_options(cls, options: Mapping[str, Any]) -> dict[str, Any]:
@@ -241,7 +253,7 @@ class Environment(abc.ABC):
         file of the user's own (``tasks_file``, ``tasks_sha256``: ``own_tasks.py``) is every environment's option."""
         if cls.option_specs is None:
             return dict(options)
-        reserved = {k: v for k, v in options.items() if k in RESERVED_OPTIONS}
+        reserved = {k: v for k, v in options.items() if k in _RUN_SET}
         return {**check_options(cls.name, cls.option_specs, {k: v for k, v in options.items() if k not in reserved}), **reserved}
 
     @classmethod
