@@ -18,11 +18,11 @@ from . import __version__, eventloop
 from .bounds import ERROR_LINE_CHARS, check_http_url, check_port, excerpt
 from .config import RunConfig, build_config, load_config_file
 from .errors import AgentBenchError, ConfigError, SpendCapReached
-from .redaction import redact
+from .redaction import RedactedStream, redact
 from .wording import counted
 
 _console = Console()
-_err = Console(stderr=True)
+_err = Console(file=RedactedStream(lambda: sys.stderr))  # what a run prints, without its secrets (redaction.py)
 
 
 def _count_or_auto(text: str) -> int | str:

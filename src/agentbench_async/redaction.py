@@ -24,8 +24,8 @@ holds one is walked in Python.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, TextIO
 from urllib.parse import unquote
 
 from .bounds import url_userinfo
@@ -186,6 +186,21 @@ def register_url(url: object) -> None:
 def redact(text: str) -> str:
     """``text`` without this process's secrets (``Redactor.text``): call it before any cut."""
     return SECRETS.text(text)
+
+
+class RedactedStream:
+    """A text stream writing to ``stream()`` (looked up at each write: a redirected or captured stderr) with this process's
+    secrets redacted: the console a run prints its progress, warnings and end-of-run lines on."""
+
+    def __init__(self, stream: Callable[[], TextIO]) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        self._stream().write(redact(text))
+        return len(text)
+
+    def __getattr__(self, name: str) -> Any:  # isatty, fileno, flush, encoding: the stream's own
+        return getattr(self._stream(), name)
 
 
 def redact_table(table: pa.Table) -> pa.Table:

@@ -126,3 +126,14 @@ def test_a_cut_made_before_redaction_leaves_no_piece():
         assert not _leaks(redactor.text(text)), text
     assert redactor.text("sk-proj alone, nothing of the key") == "sk-proj alone, nothing of the key"
     assert re.fullmatch(r"x+ \*\*\*", redactor.text(f"{'x' * 290} {KEY}"[:300]))
+
+
+def test_what_a_run_prints_is_redacted(capsys, own_secrets):
+    """The console a run prints on (progress, warnings, end-of-run lines, whatever their source) masks the secrets."""
+    from agentbench_async import cli
+    from agentbench_async.redaction import register
+
+    register(KEY)
+    cli._err.print(f"warning: closing db failed: access denied for key {KEY}", markup=False, soft_wrap=True)
+    err = capsys.readouterr().err
+    assert "access denied for key ***" in err and not _leaks(err), err
