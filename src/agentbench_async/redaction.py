@@ -51,6 +51,16 @@ class Redactor:
     def active(self) -> bool:
         return bool(self._secrets)
 
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        return tuple(self._secrets)
+
+    def reset(self, secrets: Iterable[str] = ()) -> None:
+        """Forget every secret but ``secrets`` (what a test registered, at its end)."""
+        self._secrets, self._probes, self._probe_re = [], (), None
+        for value in secrets:
+            self.register(value)
+
     def register(self, value: object) -> None:
         """``value`` (a key, a password, a header's value) is a secret from now on; None, non-text and short values are ignored."""
         if not isinstance(value, str) or len(value) < MIN_SECRET or value in self._secrets:

@@ -21,7 +21,7 @@ from aiohttp import web
 from engine_support import app_in_thread
 
 from agentbench_async.cli import main
-from agentbench_async.redaction import SECRETS, Redactor
+from agentbench_async.redaction import Redactor
 
 KEY = "sk-proj-Q7vX2mLp9RtZ4kWn8YbC3dHf6JsA1eGu5NoT0iKr"  # 48 characters, as OpenAI's project keys look
 PASSWORD = "Gw-Pa55word-Xy9qLm"  # in the gateway's base_url
@@ -36,14 +36,6 @@ def _leaks(text: str | bytes) -> list[str]:
     """The 8-character pieces of the key or the passwords in ``text``."""
     hay = text.decode("latin-1") if isinstance(text, bytes) else text
     return [p for secret in (KEY, PASSWORD, DB_PASSWORD) for p in _pieces(secret) if p in hay]
-
-
-@pytest.fixture
-def own_secrets():
-    """The process's secrets as they were before the test (the run registers the test's)."""
-    saved = (list(SECRETS._secrets), SECRETS._probes, SECRETS._probe_re)
-    yield
-    SECRETS._secrets, SECRETS._probes, SECRETS._probe_re = saved
 
 
 def _echoing_server(seen: list[str]) -> web.Application:
@@ -78,7 +70,7 @@ def _all_values(path: Path) -> str:
         con.close()
 
 
-def test_no_piece_of_the_key_or_a_password_is_stored_or_reported(tmp_path, monkeypatch, capsys, own_secrets):
+def test_no_piece_of_the_key_or_a_password_is_stored_or_reported(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("ECHO_TEST_KEY", KEY)
     seen: list[str] = []
     out = tmp_path / "r.duckdb"
@@ -107,7 +99,7 @@ def test_no_piece_of_the_key_or_a_password_is_stored_or_reported(tmp_path, monke
     assert not leaks, leaks
 
 
-def test_a_password_with_a_hash_is_not_printed(capsys, tmp_path, own_secrets):
+def test_a_password_with_a_hash_is_not_printed(capsys, tmp_path):
     """``--db-url`` with a ``#`` in the password: the error line masks all of it and names the fix (a URL parser would
     have read the host as ``root`` and the port as the password's start)."""
     argv = ["run", "--no-progress", "--env", "db", "--model", "m", "--base-url", "http://127.0.0.1:9/v1",
@@ -128,7 +120,7 @@ def test_a_cut_made_before_redaction_leaves_no_piece():
     assert re.fullmatch(r"x+ \*\*\*", redactor.text(f"{'x' * 290} {KEY}"[:300]))
 
 
-def test_what_a_run_prints_is_redacted(capsys, own_secrets):
+def test_what_a_run_prints_is_redacted(capsys):
     """The console a run prints on (progress, warnings, end-of-run lines, whatever their source) masks the secrets."""
     from agentbench_async import cli
     from agentbench_async.redaction import register
