@@ -153,3 +153,74 @@ def first_request(function: Any, *args: Any) -> list[dict[str, Any]]:
     except FirstRequest as sent:
         return sent.messages
     raise AssertionError(f"{function.__qualname__} returned without calling the model")
+
+
+class _Reply:
+    """What an AgentRL session's ``action()`` hands FC's task code: ``messages`` (the agent's message dicts)."""
+
+    def __init__(self, message: dict[str, Any]) -> None:
+        self.messages = [message]
+        self.content = message.get("content")
+        self.status = "completed"
+
+
+def _message(item: Any) -> dict[str, Any] | None:
+    """An injected message as a dict (role, content, tool_call_id and tool_calls where present); None for what is not
+    a message (FC's RewardHistoryItem)."""
+    get = item.get if isinstance(item, dict) else lambda key, default=None: getattr(item, key, default)
+    role = get("role")
+    if role is None:
+        return None
+    out = {"role": {"agent": "assistant"}.get(role, role), "content": get("content")}
+    for key in ("tool_call_id", "tool_calls"):
+        if get(key) is not None:
+            out[key] = get(key)
+    return out
+
+
+class ScriptedSession:
+    """A stand-in for AgentRL's Session (AgentBench FC): each ``action()``/``sync_action()`` records the conversation
+    so far as one request and answers with the next scripted assistant message (which joins the conversation, as
+    AgentRL's session appends the agent's reply); when the script is used up the sample is stopped."""
+
+    def __init__(self, replies: list[dict[str, Any]]) -> None:
+        self.history: list[dict[str, Any]] = []
+        self.requests: list[list[dict[str, Any]]] = []
+        self._replies = list(replies)
+
+    def inject(self, item: Any) -> None:
+        if isinstance(item, list):
+            for one in item:
+                self.inject(one)
+            return
+        message = _message(item)
+        if message is not None:
+            self.history.append(message)
+
+    def _next(self) -> _Reply:
+        self.requests.append([dict(m) for m in self.history])
+        if not self._replies:
+            raise FirstRequest(self.history)
+        reply = self._replies.pop(0)
+        self.history.append(reply)
+        return _Reply(reply)
+
+    async def action(self, *injection: Any) -> Any:
+        self.inject(list(injection))
+        return self._next()
+
+    def sync_action(self, *injection: Any) -> Any:
+        self.inject(list(injection))
+        return self._next()
+
+
+def fc_requests(function: Any, session: ScriptedSession, *args: Any) -> tuple[list[list[dict[str, Any]]], Any]:
+    """Run FC's sample code ``function(*args)`` (sync or async) with ``session`` until it returns or the script is used
+    up: every request it made (the conversation at each ``action()``) and what it returned (None when stopped)."""
+    try:
+        result = function(*args)
+        if inspect.isawaitable(result):
+            result = asyncio.run(result)
+    except FirstRequest:
+        result = None
+    return session.requests, result

@@ -15,7 +15,6 @@ from agentbench_async.envs.db.protocol import (
     answers_argument,
     first_messages,
     parse_text,
-    sql_argument,
     tool_arguments,
 )
 from agentbench_async.envs.db.server import parse_db_url
@@ -99,14 +98,11 @@ def test_prompt_shape() -> None:
 
 
 def test_tool_arguments() -> None:
-    assert sql_argument(tool_arguments('{"query": "SELECT 1\\nFROM t"}')) == "SELECT 1 FROM t"
     assert answers_argument(tool_arguments('{"answers": ["a", "b"]}')) == ["a", "b"]
     assert answers_argument(tool_arguments('{"answers": "a"}')) == ["a"]
     for bad in ("{not json", "[1]"):
         with pytest.raises(ToolArgumentError):
             tool_arguments(bad)
-    with pytest.raises(ToolArgumentError):
-        sql_argument({"query": 5})
     with pytest.raises(ToolArgumentError):
         answers_argument({"answers": {"x": 1}})
 

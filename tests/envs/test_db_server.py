@@ -130,16 +130,19 @@ async def test_oracle_passes_official_dev_and_std(env: DBEnvironment, official_d
 async def test_weak_policy_reaches_every_failure_status(env: DBEnvironment, mode: str) -> None:
     records = await _play_all(env, list(env.tasks("test")), "weak", mode)
     statuses = Counter(r.status for r in records)
+    # text: an unknown Action word is invalid_format (upstream AGENT_VALIDATION_FAILED); tools (FC): a reply without a call,
+    # unreadable arguments or another function get a notice and the round counts, so such episodes run out of rounds
     expected = {"completed", "invalid_format", "task_limit_exceeded", "context_limit_exceeded"}
-    # an unknown Action word is invalid_format (upstream AGENT_VALIDATION_FAILED); only tools mode has invalid actions
-    assert set(statuses) == (expected | {"invalid_action"} if mode == "tools" else expected)
-    papers = Counter(r.paper_status for r in records)
-    assert "agent invalid action" not in papers if mode == "text" else papers["agent invalid action"] == statuses["invalid_action"]
+    assert set(statuses) == (expected - {"invalid_format"} if mode == "tools" else expected)
+    assert "agent invalid action" not in Counter(r.paper_status for r in records)
+    if mode == "tools":
+        assert all(r.n_turns == 15 and r.score == 0.0 for r in records if r.status == "task_limit_exceeded")  # FC's max_round
     # the weak policy overflows on its first reply: upstream finds no final answer then
     assert all(r.paper_status == "agent validation failed" for r in records if r.status == "context_limit_exceeded")
     assert not any(r.success and r.details.get("category") == "SELECT" for r in records)
-    limit = next(r for r in records if r.status == "task_limit_exceeded")
-    assert limit.n_turns == 16 and limit.details["operations"] == 15
+    if mode == "text":  # v0.2: 15 SQL executions, then one more reply for the answer
+        limit = next(r for r in records if r.status == "task_limit_exceeded" and r.details["operations"])
+        assert limit.n_turns == 16 and limit.details["operations"] == 15
 
 
 # ----- observations and protocol ------------------------------------------------------------------
@@ -199,22 +202,32 @@ async def test_context_overflow_keeps_the_table_grade_and_the_upstream_status(en
         await session.close()
 
 
-async def test_tools_mode_answers_every_tool_call(env: DBEnvironment) -> None:
+async def test_tools_mode_runs_every_tool_call_in_order_as_fc(env: DBEnvironment) -> None:
     session = await _session(env, mode="tools")
     try:
         assert session.tools() and [t["function"]["name"] for t in session.tools() or []] == ["execute_sql", "commit_final_answer"]
         reply = ModelReply(content="", tool_calls=[
             ToolCall(id="a", name="execute_sql", arguments='{"query": "SELECT COUNT(*) FROM `Ship Log`"}'),
-            ToolCall(id="b", name="execute_sql", arguments='{"query": "DELETE FROM `Ship Log`"}'),
+            ToolCall(id="b", name="execute_sql", arguments='{"query": "DELETE FROM `Ship Log` WHERE Ship = \'Borealis\'"}'),
+            ToolCall(id="c", name="execute_sql", arguments='{"query": "SELECT COUNT(*) FROM `Ship Log`"}'),
+            ToolCall(id="d", name="drop_everything", arguments="{}"),
+            ToolCall(id="e", name="execute_sql", arguments="{not json"),
         ])
         step = await session.step(reply)
-        assert [m["tool_call_id"] for m in step.observation] == ["a", "b"]
-        assert step.observation[0]["content"] == "[(3,)]" and "Not executed" in step.observation[1]["content"]
+        assert [m["tool_call_id"] for m in step.observation] == ["a", "b", "c", "d", "e"]
+        assert [m["content"] for m in step.observation[:3]] == ["[(3,)]", "[]", "[(2,)]"]  # all three ran, in order
+        texts = session._prompts.texts
+        assert [m["content"] for m in step.observation[3:]] == [texts.unknown, texts.unreadable] and not step.valid
+        step = await session.step(ModelReply(content="The answer is 2."))  # no call: FC's notice, the round counts
+        assert step.outcome is None and step.observation == [{"role": "user", "content": texts.no_call}]
         bad_text = ModelReply(content="", tool_calls=[ToolCall(id="s", name="execute_sql", arguments='{"query": "SELECT \'\\ud800\'"}')])
         step = await session.step(bad_text)  # a lone surrogate: an observation, not a crash
         assert step.outcome is None and "not valid Unicode" in step.observation[0]["content"]
-        step = await session.step(ModelReply(content="", tool_calls=[ToolCall(id="c", name="commit_final_answer", arguments='{"answers": ["3"]}')]))
-        assert step.outcome and step.outcome.success
+        step = await session.step(ModelReply(content="", tool_calls=[ToolCall(id="f", name="commit_final_answer", arguments='{"answers": ["2"]}'),
+                                                                         ToolCall(id="g", name="execute_sql", arguments='{"query": "DELETE FROM `Ship Log`"}')]))
+        # the commit ends the sample, graded (the label is 3 ships, the answer counted after a DELETE): the call after it never ran
+        assert step.outcome and step.outcome.status == "completed" and not step.outcome.success
+        assert step.outcome.details["operations"] == 4
     finally:
         await session.close()
 

@@ -108,8 +108,10 @@ def test_db_without_the_files_runs_its_own_wording_as_a_named_deviation(official
     assert db_first_messages(record, "text", env.prompts("text")) != _db_upstream_text(official_data_dir, record)
     assert [d.setting for d in env.deviations(None, {}, "text")] == ["db.prompts"]
     assert env.deviations(str(official_data_dir), {}, "text") == []
-    # FC's system text is in its dbbench/task.py, which data pull does not fetch: still the project's, named
-    assert [d.setting for d in env.deviations(str(official_data_dir), {}, "tools")] == ["db.tools_prompt", "db.tool_errors"]
+    # tools mode reads FC's system text and notices from its dbbench/task.py (test_fc_tools_mode.py): only the grading of
+    # committed answers (FC's result_processor.py is not in the pulled files) is named
+    assert [d.setting for d in env.deviations(str(official_data_dir), {}, "tools")] == ["db.tool_grading"]
+    assert [d.setting for d in env.deviations(None, {}, "tools")] == ["db.tools_prompt", "db.tools", "db.tool_grading"]
     (tmp_path / "dbbench").mkdir()
     (tmp_path / "dbbench" / "dev.jsonl").symlink_to(official_data_dir / "dbbench" / "dev.jsonl")  # AgentBench's data/ alone
     assert "upstream-prompts/v0.2/src/server/tasks/dbbench/__init__.py" in env.missing_data(tmp_path, {}, "dev", "text")

@@ -122,6 +122,32 @@ class UpstreamSource:
             raise self.error(f"{function} makes no call to {callee!r}")
         return out
 
+    def keyword_arguments(self, function: str, callee: str, keyword: str) -> list[Any]:
+        """The ``keyword=`` argument of every call to ``callee`` inside ``function``, in source order: its literal
+        value, or ``None`` where it is computed (FC's ``ChatCompletionUserMessageParam(role='user', content='...')``)."""
+        calls = [n for n in ast.walk(self.function(function)) if isinstance(n, ast.Call) and _callee(n) == callee]
+        calls.sort(key=lambda n: (n.lineno, n.col_offset))
+        out = [None if (v := _literal(k.value)) is _NOT_LITERAL else v for c in calls for k in c.keywords if k.arg == keyword]
+        if not out:
+            raise self.error(f"{function} makes no call to {callee!r} with {keyword}=")
+        return out
+
+    def added_prefixes(self, function: str, target: str) -> list[str]:
+        """For each ``target += "text" + ...`` inside ``function`` (in source order), the literal text it starts with
+        (FC's db task builds its question so: ``user_prompt += "Question: " + entry["description"] + "\n"``)."""
+        found = []
+        for node in ast.walk(self.function(function)):
+            if isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Add) and ast.unparse(node.target) == target:
+                left = node.value
+                while isinstance(left, ast.BinOp):
+                    left = left.left
+                value = _literal(left)
+                if not isinstance(value, str):
+                    raise self.error(f"{function}: {target} += does not start with a literal text")
+                found.append((node.lineno, node.col_offset, value))
+        if not found:
+            raise self.error(f"{function} adds nothing to {target!r}")
+        return [text for *_, text in sorted(found)]
 
     def rendered(self, method: str, *, branch: int = -1, **arguments: str) -> Any:
         """What ``Class.method`` returns for string ``arguments``, evaluated from its source without running it: string

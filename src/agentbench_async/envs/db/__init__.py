@@ -32,7 +32,7 @@ import pymysql
 from ...environment import Deviation, EnvUnavailableError, Environment, EpisodeContext, Message, Option, Session, Task, missing_file
 from ..upstream_prompts import FC, V02, upstream_path, wording_deviations
 from .backend import Backend
-from .protocol import MAX_OPERATIONS, UPSTREAM_TASK, Prompts, first_messages, load_prompts
+from .protocol import FC_TASK, MAX_OPERATIONS, UPSTREAM_TASK, Prompts, first_messages, load_prompts
 from .server import DEFAULT_TMP_MB, PrivateMariaDB, parse_db_url, probe_flavour
 from .session import DBSession
 from .tasks import load_tasks, official_path, own_file_tasks
@@ -46,6 +46,7 @@ class DBEnvironment(Environment):
     name: ClassVar[str] = "db"
     description: ClassVar[str] = "Database (DBBench): answer questions about a MySQL table or modify it with SQL"
     max_turns: ClassVar[int] = MAX_OPERATIONS + 1  # 15 SQL executions, then one more reply for the answer
+    turn_caps: ClassVar[Mapping[str, int]] = {"text": MAX_OPERATIONS + 1, "tools": MAX_OPERATIONS}  # FC: 15 rounds
     result_options: ClassVar[dict[str, Any]] = {"official_variant": "v0.2"}  # fc: AgentBench FC's corrected std
     metric: ClassVar[str] = "success rate"
     supports_tools: ClassVar[bool] = True
@@ -65,18 +66,19 @@ class DBEnvironment(Environment):
 
     @classmethod
     def missing_data(cls, data_dir: Path, options: Mapping[str, Any], split: str, action_mode: str) -> str | None:
-        wording = upstream_path(data_dir, FC, "configs/tasks/dbbench.yaml") if action_mode == "tools" else upstream_path(data_dir, V02, UPSTREAM_TASK)
-        return missing_file([official_path(data_dir, split, str(options.get("official_variant") or "v0.2")), wording])
+        wording = [upstream_path(data_dir, FC, "configs/tasks/dbbench.yaml"), upstream_path(data_dir, FC, FC_TASK)] \
+            if action_mode == "tools" else [upstream_path(data_dir, V02, UPSTREAM_TASK)]  # fmt: skip
+        return missing_file([official_path(data_dir, split, str(options.get("official_variant") or "v0.2")), *wording])
 
     @classmethod
     def deviations(cls, data_dir: object, options: dict[str, Any], action_mode: str) -> list[Deviation]:
         out = wording_deviations("db", data_dir, action_mode, upstream="upstream's instruction and acknowledgement",
-                                 text="the project's own instruction", tools="the project's own execute_sql/commit_final_answer descriptions")  # fmt: skip
+                                 text="the project's own instruction", tools="the project's own execute_sql/commit_final_answer descriptions",
+                                 fc_text=True)  # fmt: skip
         if action_mode == "tools":
-            out.append(Deviation("db.tool_errors", "a reply without a tool call ends the episode (invalid_format); answers "
-                                 "graded as in text mode", "AgentBench FC re-prompts and the round counts; its answers are "
-                                 "normalised (thousand separators, none -> 0, 0.01 tolerance)", "episodes can end earlier; "
-                                 "grading differs", envs=("db",)))  # fmt: skip
+            out.append(Deviation("db.tool_grading", "committed answers graded as v0.2 grades text mode's", "AgentBench FC compares "
+                                 "them with DBResultProcessor.compare_results (result_processor.py, not in the pulled files)",
+                                 "grading of SELECT-like answers may differ", envs=("db",)))  # fmt: skip
         return out
 
     def prompts(self, action_mode: str) -> Prompts:

@@ -16,7 +16,6 @@ from .protocol import (
     first_messages,
     load_prompts,
     parse_text,
-    sql_argument,
     tool_arguments,
 )
 from .sqltext import split_statements, truncate
@@ -57,6 +56,10 @@ class DBSession(Session):
         return await self._step_text(reply)
 
     async def on_turn_limit(self) -> Outcome:
+        if self._tools_mode:  # FC: TASK_LIMIT_REACHED with reward 0, the tables not graded
+            return Outcome(status=st.TASK_LIMIT_EXCEEDED, score=0.0, success=False, paper_status=st.PAPER_TASK_LIMIT_REACHED,
+                           error=f"{MAX_OPERATIONS} rounds without commit_final_answer",
+                           details={"type": self._type, "category": metric_category(self._type), "operations": self._operations})
         return await self._outcome(st.TASK_LIMIT_EXCEEDED, error="turn limit reached")
 
     async def on_context_limit(self, error: str) -> Outcome:
@@ -98,35 +101,49 @@ class DBSession(Session):
     # ----- tools mode --------------------------------------------------------------------------
 
     async def _step_tools(self, reply: ModelReply) -> Step:
+        """AgentBench FC's round (``DBBenchTask.start_sample``): every call of the message in order, each answered by a
+        tool message (SQL results; FC's notices for unreadable arguments and other functions); ``commit_final_answer``
+        ends the episode there, graded (later calls are not run). A message without a call gets FC's notice as a user
+        message and the round counts. After 15 rounds the episode ends ``task_limit_exceeded``, scored 0, as FC."""
+        texts = self._prompts.texts
+        observation: list[Message] = []
+        actions: list[str] = []
+        errors: list[str] = []
         if not reply.tool_calls:
-            if self._operations >= MAX_OPERATIONS:
-                return await self._end(st.TASK_LIMIT_EXCEEDED, f"{MAX_OPERATIONS} operations and no final answer")
-            return await self._end(st.INVALID_FORMAT, "no tool call")
-        call, rest = reply.tool_calls[0], reply.tool_calls[1:]
-        ignored: list[Message] = [
-            {"role": "tool", "tool_call_id": c.id, "content": "Not executed: only the first tool call of a message is run."}
-            for c in rest
-        ]
-        action = f"{call.name}({call.arguments[:200]})"
-        if call.name == "execute_sql":
-            if self._operations >= MAX_OPERATIONS:
-                return await self._end(st.TASK_LIMIT_EXCEEDED, f"{MAX_OPERATIONS} operations and no final answer", action=action)
+            observation.append({"role": "user", "content": texts.no_call})
+            errors.append("no tool call")
+        for call in reply.tool_calls:
+            actions.append(f"{call.name}({call.arguments[:200]})")
             try:
-                sql = sql_argument(tool_arguments(call.arguments))
+                args = tool_arguments(call.arguments)
             except ToolArgumentError as exc:
-                return await self._end(st.INVALID_FORMAT, str(exc), action=action)
-            observation = await self._run_sql(sql)
-            tool_msg: Message = {"role": "tool", "tool_call_id": call.id, "content": observation}
-            return Step(action=sql, observation=[tool_msg, *ignored])
-        if call.name == "commit_final_answer":
-            try:
-                items = answers_argument(tool_arguments(call.arguments))
-            except ToolArgumentError as exc:
-                return await self._end(st.INVALID_FORMAT, str(exc), action=action)
-            step = await self._finish(items, repr(items))
-            step.action = action
-            return step
-        return await self._end(st.INVALID_ACTION, f"unknown tool {call.name[:60]!r}", action=action)
+                observation.append(_tool(call.id, texts.unreadable))
+                errors.append(f"{call.name}: {exc}")
+                continue
+            if call.name == "execute_sql":
+                values = list(args.values())  # FC runs the first argument's value, whatever its name
+                if not values or not isinstance(values[0], str):
+                    observation.append(_tool(call.id, texts.unreadable))
+                    errors.append("execute_sql without a SQL string")
+                    continue
+                observation.append(_tool(call.id, await self._run_sql(values[0])))
+            elif call.name == "commit_final_answer":
+                try:
+                    items = answers_argument(args)
+                except ToolArgumentError as exc:
+                    observation.append(_tool(call.id, texts.unreadable))
+                    errors.append(str(exc))
+                    continue
+                step = await self._finish(items, repr(items))
+                step.action = "; ".join(actions)
+                return step
+            else:
+                observation.append(_tool(call.id, texts.unknown))
+                errors.append(f"unknown tool {call.name[:60]!r}")
+        step = Step(observation=observation, action="; ".join(actions) or None, valid=not errors, error="; ".join(errors) or None)
+        if self._replies >= MAX_OPERATIONS:  # FC's max_round: the last round's calls ran, then the sample ends
+            step.outcome = await self.on_turn_limit()
+        return step
 
     # ----- shared ------------------------------------------------------------------------------
 
@@ -174,3 +191,7 @@ class DBSession(Session):
             correct = answers_match(items, self._record["label"])
         return Outcome(status=status, score=1.0 if correct else 0.0, success=correct, error=error, details=details,
                        paper_status=paper_status or st.paper_status_of(status))
+
+
+def _tool(call_id: str, text: str) -> Message:
+    return {"role": "tool", "tool_call_id": call_id, "content": text}
