@@ -354,13 +354,17 @@ def _spend_settings(args: argparse.Namespace, raw: dict[str, Any]) -> None:
         raw["episode_limits"] = {**(given if isinstance(given, dict) else {}), **{k: v for k, v in limits.items() if v is not None}}
     prices = dict(args.price or [])
     models = [m if isinstance(m, dict) else {"name": m} for m in raw.get("models") or []]
-    names = [m.get("name") for m in models]
-    for model, (price_in, price_out) in prices.items():
+    judge = raw.get("judge")
+    judge = {"name": judge} if isinstance(judge, str) else judge if isinstance(judge, dict) else None
+    names = [m.get("name") for m in models] + ([judge.get("name")] if judge else [])
+    for model in prices:
         if model not in names:
             raise ConfigError(f"--price {model}=...: {model} is not a model of this run ({', '.join(map(str, names)) or 'none'})")
     if prices:
-        raw["models"] = [{**m, **dict(zip(("price_in", "price_out"), prices[m["name"]]))} if m.get("name") in prices else m
-                         for m in models]  # fmt: skip
+        priced = lambda m: {**m, **dict(zip(("price_in", "price_out"), prices[m["name"]]))} if m.get("name") in prices else m  # noqa: E731
+        raw["models"] = [priced(m) for m in models]
+        if judge:
+            raw["judge"] = priced(judge)
 
 
 def _add_data_flags(parser: argparse.ArgumentParser) -> None:

@@ -186,9 +186,9 @@ def _spent(spend: dict[str, Any] | None, sep: str = ",") -> str:
     if not spend:
         return ""
     if spend["cost_usd"] is not None:
-        text = f"{sep} spent {spend['cost_usd']:.2f} USD" + (f" of {spend['cap_usd']:g}" if spend["cap_usd"] is not None else "")
+        text = f"{sep} spent {spend['cost_usd']:,.2f} USD" + (f" of {spend['cap_usd']:,g}" if spend["cap_usd"] is not None else "")
         projected = spend["projected_usd"]
-        return text + (f" (projected {projected:.2f})" if projected is not None else "")
+        return text + (f" (projected {projected:,.2f})" if projected is not None else "")
     text = f"{sep} {spend['tokens']:,} tokens" + (f" of {spend['cap_tokens']:,}" if spend["cap_tokens"] is not None else "")
     return text + (f" (projected {spend['projected_tokens']:,})" if spend["projected_tokens"] is not None else "")
 

@@ -123,3 +123,27 @@ def test_caps_and_limits_checked_in_one_line(tmp_path: Path) -> None:
     assert cfg.fingerprint() == plain.fingerprint()  # a cap is operational: a resume with another cap continues
     limited = build_config({**base, "episode_limits": {"tokens": 1000}}, where="test")
     assert limited.fingerprint() != plain.fingerprint()  # a limit decides results: another configuration
+
+
+def test_progress_line_and_live_page_show_the_spend_and_its_projection() -> None:
+    from rich.console import Console
+
+    from agentbench_async.progress import Progress
+    from agentbench_async.records import CallRow
+    from agentbench_async.spend import Caps, Prices, SpendMeter
+    from agentbench_async.store.live import LiveStatus
+    from agentbench_async.view.pages import _spend_figures
+
+    meter = SpendMeter({"m": Prices(1000.0, 1000.0)}, Caps(cost=50.0), {})
+    meter.add_earlier("m", 4000, 1000, 5.0, 10)  # an earlier invocation: 5 USD
+    progress = Progress(Console(file=None, force_terminal=False), enabled=False)
+    progress.spend = meter
+    progress.add_stream("m", "echo", 10)
+    for _ in range(2):
+        progress.started("m", "echo")
+        meter.record(CallRow(turn=1, attempt=1, http_status=200, latency_ms=1.0, model="m", input_tokens=900, output_tokens=100))
+        progress.finished("m", "echo", "completed")
+    # 2 of 10 episodes ended for 2 USD this time: 5 + 2 spent, 5 + 2 x 10 / 2 = 15 projected
+    assert "spent 7.00 USD of 50 (projected 15.00)" in progress.line()
+    status = LiveStatus.from_manifest({"run_id": "r", "pid": 1, "updated_at": 0, "progress": progress.snapshot()})
+    assert dict(_spend_figures(status.spend)) == {"spent (all calls)": "$7.0000 of $50", "projected": "$15.0000"}

@@ -123,6 +123,7 @@ class LiveStatus:
     episodes_per_s: float = 0.0
     eta_s: float | None = None  # None after Ctrl-C (stopped): no episode is admitted any more
     stopped: bool = False
+    spend: dict[str, Any] | None = None  # priced models or a cap: USD/tokens so far, the cap, the projection (progress.py)
 
     @property
     def age_s(self) -> float:

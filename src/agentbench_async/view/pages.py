@@ -353,6 +353,7 @@ def live(data: Sequence[q.FileLive], files: Sequence[str], now: str) -> Markup:
                    ("HTTP attempts", fig["calls"]), ("retries", fig["retries"]), ("HTTP 429", fig["http_429"]),
                    ("failed attempts", fig["errors"]), ("tokens in/out", f"{fig['input_tokens']:,}/{fig['output_tokens']:,}"),
                    ("cost (finished episodes)", cost), ("ETA", eta)]
+        figures[-1:-1] = _spend_figures(fig.get("spend")) if f.running else []
         parts.append(Markup('<div class="figures">' + "".join(
             f'<div class="figure" data-figure="{esc(k)}"><div class="k">{esc(k)}</div><div class="v">{esc(fmt(v, 2))}</div></div>'
             for k, v in figures) + "</div>"))
@@ -381,6 +382,19 @@ def live(data: Sequence[q.FileLive], files: Sequence[str], now: str) -> Markup:
             parts.append(element("h3", f"{title}: {f.in_progress_total:,} (latest {len(shown_rows)} shown)"))
             parts.append(table(["episode", "turns so far", "last turn at"], shown_rows, test_id="in-progress"))
     return element("div", join(parts), id="live")
+
+
+def _spend_figures(spend: dict[str, Any] | None) -> list[tuple[str, Any]]:
+    """A running run's spend (every answered call, earlier invocations included), its cap and the projection to the end."""
+    if not spend:
+        return []
+    if spend.get("cost_usd") is not None:
+        cap = f" of ${spend['cap_usd']:g}" if spend.get("cap_usd") is not None else ""
+        projected = spend.get("projected_usd")
+        return [("spent (all calls)", f"${spend['cost_usd']:.4f}{cap}"), ("projected", "–" if projected is None else f"${projected:.4f}")]
+    cap = f" of {spend['cap_tokens']:,}" if spend.get("cap_tokens") is not None else ""
+    projected = spend.get("projected_tokens")
+    return [("tokens so far", f"{spend['tokens']:,}{cap}"), ("projected tokens", "–" if projected is None else f"{projected:,}")]
 
 
 # -- compare --------------------------------------------------------------------------------------

@@ -408,7 +408,7 @@ def live(res: Results, source: Source) -> list[FileLive]:
                 "calls": status.calls, "calls_per_s": status.calls_per_s, "retries": status.retries, "errors": status.errors,
                 "http_429": status.http_429, "input_tokens": status.input_tokens, "output_tokens": status.output_tokens,
                 "episodes_per_s": status.episodes_per_s, "eta_s": status.eta_s, "elapsed_s": status.elapsed_s,
-                "age_s": status.age_s, "run_id": status.run_id, "cost_usd": cost,
+                "age_s": status.age_s, "run_id": status.run_id, "cost_usd": cost, "spend": status.spend,
             }  # fmt: skip
         else:
             streams = _stopped_streams(counts, _planned(res, name))
