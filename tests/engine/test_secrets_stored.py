@@ -129,3 +129,15 @@ def test_what_a_run_prints_is_redacted(capsys):
     cli._err.print(f"warning: closing db failed: access denied for key {KEY}", markup=False, soft_wrap=True)
     err = capsys.readouterr().err
     assert "access denied for key ***" in err and not _leaks(err), err
+
+
+def test_a_proxy_password_from_the_environment_is_a_secret(monkeypatch):
+    """HTTPS_PROXY with a user and password (read as the SDKs read it): its password is masked wherever it appears."""
+    from agentbench_async.models.network import route
+    from agentbench_async.redaction import redact
+
+    monkeypatch.setenv("HTTPS_PROXY", f"http://proxy-user:{PASSWORD}@127.0.0.1:3128")
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    assert route("https://api.example.com/v1").proxy == "http://127.0.0.1:3128"
+    assert redact(f"407 from the proxy: bad credentials proxy-user:{PASSWORD}") == "407 from the proxy: bad credentials ***"

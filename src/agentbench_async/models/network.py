@@ -29,6 +29,7 @@ from yarl import URL
 
 from ..bounds import redact_url, url_problem
 from ..errors import ConfigError
+from ..redaction import register
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,9 @@ def route(url: str, *, proxy: str | None = None, ca_bundle: str | Path | None = 
         env_proxy, auth = get_env_proxy_for_url(URL(url))
     except LookupError:  # no proxy for this scheme, or the host is in NO_PROXY
         env_proxy, auth = None, None
+    if auth is not None:  # HTTPS_PROXY=http://user:password@host: the password is a secret of the run's (redaction.py)
+        register(auth.password)
+        register(f"{auth.login}:{auth.password}")
     return Route(str(env_proxy) if env_proxy else None, auth, _tls(url, ca_bundle, where))
 
 
