@@ -92,6 +92,9 @@ class RayEvaluation(Evaluation):
                 self.progress.rows[(spec.model, env.name)].in_flight -= 1
             else:
                 self._finished.add(record.episode_id)
+                for call in record.calls:  # the workers' calls counted as their episode comes back (the caps: spend.py)
+                    if call.input_tokens is not None:
+                        self.spend.record(call)
                 self._finish(record, writer, summary)
         finally:
             global_sem.release()
