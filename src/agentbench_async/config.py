@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from .bounds import DEFAULT_MAX_RESPONSE_BYTES, check_http_url, load_yaml, read_config_text, redact_url
+from .differences import deciding_model_fields
 from .distributed import RaySettings, ray_settings
 from .envs import ENV_NAMES, available_envs, env_class, plugin_envs
 from .envs.base import CODE, ENV_FILE
@@ -161,17 +162,6 @@ def _without_credentials(env_options: dict[str, dict[str, Any]]) -> dict[str, di
     """Environment options as stored: a URL's user and password (``db_url: mysql://root:secret@host/db``) as ``***``."""
     return {env: {k: redact_url(v) if isinstance(v, str) and "://" in v else v for k, v in opts.items()}
             for env, opts in env_options.items()}  # fmt: skip
-
-
-def deciding_model_fields(model: Mapping[str, Any]) -> dict[str, Any]:
-    """The fields of a model's config (``ModelConfig`` fields, or a stored ``runs.config`` models entry) that decide
-    its results: they are in the run's fingerprint, and reports tell configurations apart by them."""
-    decisive = {k: model.get(k) for k in ("name", "provider", "model", "temperature", "max_tokens", "extra_body", "context_window")}
-    # reasoning settings count only when set, so files written before they existed still resume
-    decisive.update({k: model[k] for k in ("max_tokens_param", "reasoning_effort", "thinking") if model.get(k) is not None})
-    if model.get("reasoning_handling", "separate") != "separate":
-        decisive["reasoning_handling"] = model["reasoning_handling"]
-    return decisive
 
 
 _TOP_KEYS = {

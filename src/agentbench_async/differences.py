@@ -31,10 +31,19 @@ def _printed(value: Any) -> str:
     return json.dumps(value, sort_keys=True, default=str) if isinstance(value, (dict, list)) else str(value)
 
 
+def deciding_model_fields(model: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields of a model's config (``ModelConfig`` fields, or a stored ``runs.config`` models entry) that decide
+    its results: they are in the run's fingerprint, and reports tell configurations apart by them."""
+    decisive = {k: model.get(k) for k in ("name", "provider", "model", "temperature", "max_tokens", "extra_body", "context_window")}
+    # reasoning settings count only when set, so files written before they existed still resume
+    decisive.update({k: model[k] for k in ("max_tokens_param", "reasoning_effort", "thinking") if model.get(k) is not None})
+    if model.get("reasoning_handling", "separate") != "separate":
+        decisive["reasoning_handling"] = model["reasoning_handling"]
+    return decisive
+
+
 def _model_fields(entry: Mapping[str, Any]) -> dict[str, str]:
     """A stored models entry's deciding fields that are set (its name left out)."""
-    from .config import deciding_model_fields  # late: the config imports the store, which imports this module
-
     fields = deciding_model_fields(entry)
     return {k: _printed(v) for k, v in fields.items() if k != "name" and v not in (None, {}, "")}
 
