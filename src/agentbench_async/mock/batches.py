@@ -26,18 +26,18 @@ import json
 import time
 import uuid
 from collections import Counter, deque
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aiohttp import web
-
-if TYPE_CHECKING:
-    from .server import MockModelServer
 
 from ..models.batch_api import HEADERS_FIELD
 _ANTHROPIC_ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
                           404: "not_found_error", 429: "rate_limit_error", 500: "api_error", 529: "overloaded_error"}  # fmt: skip
+# (request body, request headers, Anthropic's shape) -> (HTTP status, reply body): the server's answer to one request
+Answer = Callable[[dict[str, Any], Mapping[str, str], bool], tuple[int, dict[str, Any]]]
 
 
 @dataclass
@@ -64,13 +64,15 @@ def _iso(t: float | None) -> str | None:
 class MockBatches:
     """Batch state of one mock server."""
 
-    def __init__(self, server: MockModelServer) -> None:
-        self.server = server
-        opts = server.options
-        self.delay_s = opts.batch_delay_s
-        self.expire_left = opts.batch_expire_batches
-        self.error_script = deque(opts.batch_error_script)
-        self.max_in_progress = opts.batch_max_in_progress
+    def __init__(self, answer: Answer, *, delay_s: float, expire_batches: int, error_script: Iterable[str],
+                 max_in_progress: int | None) -> None:  # fmt: skip
+        """``answer``: the server's reply to one request (``MockModelServer.answer``); the rest: its ``batch_*``
+        options (``MockOptions``)."""
+        self.answer = answer
+        self.delay_s = delay_s
+        self.expire_left = expire_batches
+        self.error_script = deque(error_script)
+        self.max_in_progress = max_in_progress
         self.batches: dict[str, _Batch] = {}
         self.files: dict[str, tuple[str, bytes]] = {}  # id -> (purpose, content)
         self.processed: Counter[str] = Counter()  # custom_id -> times run (billed)
@@ -133,7 +135,7 @@ class MockBatches:
             status, body = 500, {"error": {"message": "injected batch request error", "type": "server_error"}}
             self.stats["batch_request_errors"] += 1
         else:
-            status, body = self.server.answer(item["body"], item["headers"], batch.anthropic)
+            status, body = self.answer(item["body"], item["headers"], batch.anthropic)
             if status == 200:
                 self.processed[custom_id] += 1
         if batch.anthropic:

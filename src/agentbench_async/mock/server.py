@@ -95,7 +95,8 @@ class MockModelServer:
         self._bucket = RequestBucket(opts.rpm_limit, opts.rate_headers, opts.rpm_window_s) if opts.rate_headers and opts.rpm_limit else None
         self._saturation = Saturation(opts.capacity, opts.queue_limit) if opts.capacity else None
         self.cache = PromptCache(self.options.cache_min_tokens)
-        self.batches = MockBatches(self)
+        self.batches = MockBatches(self.answer, delay_s=opts.batch_delay_s, expire_batches=opts.batch_expire_batches,
+                                   error_script=opts.batch_error_script, max_in_progress=opts.batch_max_in_progress)
         self._runner: web.AppRunner | None = None
         self.port: int | None = None
         self.host = "127.0.0.1"
