@@ -58,16 +58,17 @@ def _missing(module: str) -> bool:
         return True
 
 
-def load_upstream(path: Path, name: str = "upstream_task") -> types.ModuleType:
-    """Execute the upstream file at ``path`` as module ``name`` with stubs for what is not installed."""
+def load_upstream(path: Path, name: str = "upstream_task", preset: dict[str, Any] | None = None) -> types.ModuleType:
+    """Execute the upstream file at ``path`` as module ``name`` with stubs for what is not installed; ``preset``: names
+    the module's own code finds defined when it runs (FC's kg api.py reads its vocabulary with ``open`` at import)."""
     source = path.read_text(encoding="utf-8")
     saved = dict(sys.modules)
     with warnings.catch_warnings():  # upstream's regexes with invalid escapes: its warnings, not ours
         warnings.simplefilter("ignore", (DeprecationWarning, SyntaxWarning))
-        return _load(source, path, name, saved)
+        return _load(source, path, name, saved, preset or {})
 
 
-def _load(source: str, path: Path, name: str, saved: dict[str, Any]) -> types.ModuleType:
+def _load(source: str, path: Path, name: str, saved: dict[str, Any], preset: dict[str, Any]) -> types.ModuleType:
     import ast
 
     try:
@@ -92,6 +93,7 @@ def _load(source: str, path: Path, name: str, saved: dict[str, Any]) -> types.Mo
         module = types.ModuleType(name)
         module.__file__ = str(path)
         module.__package__ = package
+        module.__dict__.update(preset)
         exec(compile(source, str(path), "exec"), module.__dict__)  # noqa: S102 - upstream's file, run to read its rendering
         return module
     finally:
@@ -184,6 +186,7 @@ class ScriptedSession:
     AgentRL's session appends the agent's reply); when the script is used up the sample is stopped."""
 
     def __init__(self, replies: list[dict[str, Any]]) -> None:
+        self.id = 0
         self.history: list[dict[str, Any]] = []
         self.requests: list[list[dict[str, Any]]] = []
         self._replies = list(replies)

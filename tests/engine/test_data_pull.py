@@ -47,7 +47,7 @@ async def mirror(official_data_dir):
 
 def test_manifest_matches_the_official_files(official_data_dir):
     files = manifest()
-    assert len(files) == 96  # 61 data files + 35 upstream prompt sources and task configs (FC's task code for db, kg, webshop, alfworld)
+    assert len(files) == 97  # 61 data files + 36 upstream prompt sources and task configs (FC's task code for db, kg, webshop, alfworld)
     for f in files:
         assert hashlib.sha256((official_data_dir / f["path"]).read_bytes()).hexdigest() == f["sha256"], f["path"]
 
@@ -55,10 +55,10 @@ def test_manifest_matches_the_official_files(official_data_dir):
 async def test_pull_downloads_verifies_and_skips_present_files(tmp_path, mirror, official_data_dir):
     base, state = mirror
     n = await pull(tmp_path / "data", base_url=base)
-    assert n == 96 and state["requests"] == 96
+    assert n == 97 and state["requests"] == 97
     assert (tmp_path / "data/dbbench/standard.jsonl").read_bytes() == (official_data_dir / "dbbench/standard.jsonl").read_bytes()
     await pull(tmp_path / "data", base_url=base)
-    assert state["requests"] == 96, "files already present with the right hash are not downloaded again"
+    assert state["requests"] == 97, "files already present with the right hash are not downloaded again"
 
 
 async def test_pull_refuses_a_file_whose_hash_does_not_match(tmp_path, mirror):

@@ -160,3 +160,130 @@ async def test_db_tools_mode_is_fcs_rendering_of_whole_episodes(db_env: DBEnviro
         assert outcome.status == ("completed" if script == "answer" else "task_limit_exceeded")
         if script == "limit":
             assert len(ours) == 15 and outcome.score == 0.0  # FC's reward 0 at the limit, the tables not graded
+
+
+# --------------------------------------------------------------------------------------------------- kg
+def _listing_sorted(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``Observation: [a, b]`` lists in sorted order: FC shows Python's set order (a hash order that changes between
+    interpreter runs), the project sorts them (docs/envs/kg.md); the items must be the same."""
+    out = []
+    for m in messages:
+        content = m.get("content")
+        if m.get("role") == "tool" and isinstance(content, str) and content.startswith("Observation: [") and content.endswith("]"):
+            items = [i for i in content[len("Observation: ["):-1].split(", ") if i]
+            m = {**m, "content": "Observation: [" + ", ".join(sorted(items)) + "]"}
+        out.append(m)
+    return out
+
+
+def _fc_kg(data_dir: Path, task: Task, toolbox: Any, session: ScriptedSession) -> tuple[list, Any]:
+    """FC's KnowledgeGraph.sync_start_sample with FC's own API (api.py): its SPARQL answered from what our toolbox
+    listed for the same variable (FC's programs rewritten into ours), its vocabulary and ranges our ontology's."""
+    import io
+    import re
+
+    ontology = toolbox.ontology
+    vocab = json.dumps({"relations": sorted(ontology.relations), "attributes": sorted(ontology.attributes)})
+    api = load_upstream(upstream_path(data_dir, FC, "src/server/tasks/knowledgegraph/api.py"), "kg_fc_api",
+                        preset={"open": lambda *a, **k: io.StringIO(vocab)})
+    api.postprocess_raw_code = api.lisp_to_sparql = lambda program: program
+    api.range_info = dict(ontology.ranges)
+
+    def ours(program: str) -> str:  # FC's (JOIN r_inv p) is the project's (JOIN (R r) p)
+        return re.sub(r"\(JOIN (\S+)_inv ", r"(JOIN (R \1) ", program)
+
+    class Executer:
+        def __init__(self, url: Any) -> None:
+            pass
+
+        def get_out_relations(self, entity: str) -> list[str]:
+            return list(toolbox.relations_seen.get(entity, []))
+
+        def execute_query(self, query: str) -> list[str]:
+            key = ours(query.split("\n")[0])
+            return [*toolbox.relations_seen.get(key, []), *toolbox.attributes_seen.get(key, [])]
+
+    class Controller:
+        def sync_start_session(self, kind: Any) -> tuple[str, None, dict[Any, str]]:
+            return "s", None, {kind: "http://sparql"}
+
+        def sync_end_session(self, session_id: str) -> None:
+            pass
+
+    module = load_upstream(upstream_path(data_dir, FC, "src/server/tasks/knowledgegraph/task.py"), "kg_fc")
+    const = load_upstream(upstream_path(data_dir, FC, "src/server/tasks/knowledgegraph/const.py"), "kg_fc_const")
+    for name in ("INSTRUCTIONS", "ONE_SHOT", "TOOLS", "TOOLS_PARAM_ORDER"):  # its `from .const import *`
+        setattr(module, name, getattr(const, name))
+    module.API, module.SparqlExecuter = api.API, Executer
+    module.AgentCancelledException = type("AgentCancelledException", (Exception,), {})
+    fc = object.__new__(module.KnowledgeGraph)
+    fc.logger, fc.max_rounds, fc.one_shot, fc.env_controller = logging.getLogger("fc"), 15, True, Controller()
+    fc.inputs, fc.targets = [{"question": task.data["question"], "entities": dict(task.data["entities"])}], [set(task.data["gold"])]
+    return fc_requests(fc.sync_start_sample, session, 0, session)
+
+
+def _kg_calls(actions: list[str], names: dict[str, str], prefix: str) -> list[ToolCall]:
+    """The oracle's actions (``get_neighbors(m.x,rel)``) as FC tool calls, entities by name where the task names them."""
+    from agentbench_async.envs.kg.tools import TOOL_PARAMS
+
+    by_id = {v: k for k, v in names.items()}
+    calls = []
+    for i, action in enumerate(actions):
+        name, _, rest = action.partition("(")
+        values = [by_id.get(v.strip(), v.strip()) for v in rest[:-1].split(",")]
+        calls.append(_call(f"{prefix}{i}", name, dict(zip(TOOL_PARAMS[name], values))))
+    return calls
+
+
+KG_SCRIPTS = {
+    # a reply without a call (FC's notice); every oracle action in one message with failing calls between them (bad
+    # JSON, a function FC's API lacks, a missing argument, a variable that does not exist, an entity where a variable
+    # belongs, an id FC refuses), all answered in order; then the final answer
+    "answer": lambda calls, n: [
+        ModelReply(content="I will look at the entities first."),
+        ModelReply(content="", tool_calls=[calls[0], _call("x1", "get_neighbors", "{not json"), _call("x2", "final_execute", {"variable": "#0"}),
+                                           *calls[1:3], _call("x3", "get_neighbors", {"variable": "#0"}),
+                                           _call("x4", "count", {"variable": "#9"}), _call("x5", "count", {"variable": "Thriller"}),
+                                           _call("x6", "get_relations", {"variable": "g.123"}), *calls[3:]]),
+        ModelReply(content=f"Thought: done.\nFinal Answer: #{n - 1}\nObservation: ignored"),
+    ],
+    # one call a message, then a final answer naming no variable: FC ends the sample AGENT_VALIDATION_FAILED
+    "unknown variable": lambda calls, n: [*[ModelReply(content="", tool_calls=[c]) for c in calls], ModelReply(content="Final Answer: #42")],
+}
+
+
+@pytest.mark.parametrize("script", sorted(KG_SCRIPTS))
+async def test_kg_tools_mode_is_fcs_rendering_of_whole_episodes(official_data_dir: Path, script: str) -> None:
+    from agentbench_async.envs import make_env
+    from agentbench_async.envs.kg.prompts import load_prompts
+    from agentbench_async.envs.kg.session import KGSession
+    from agentbench_async.envs.kg.tools import Toolbox
+
+    env = make_env("kg")  # the built-in graph in the embedded store; FC's wording from the pulled files
+    await env.start()
+    try:
+        task = next(t for t in env.tasks("test") if "which thriller films did ilse varga direct" in t.data["question"])
+        calls = _kg_calls(task.data["actions"], task.data["entities"], "c")
+        variables = sum(1 for a in task.data["actions"] if not a.startswith(("get_relations", "get_attributes")))
+        replies = KG_SCRIPTS[script](calls, variables)
+        toolbox = Toolbox(env._backend, env._ontology)  # type: ignore[attr-defined]
+        session = KGSession(task, EpisodeContext(episode_id="fc", action_mode="tools"), toolbox, load_prompts(official_data_dir, "tools"))
+        messages = list(await session.begin())
+        ours, outcome = [], None
+        for reply in replies:
+            ours.append(_listing_sorted([dict(m) for m in messages]))
+            step = await session.step(reply)
+            messages += [reply.as_message(), *step.observation]
+            if step.outcome is not None:
+                outcome = step.outcome
+                break
+    finally:
+        await env.close()
+    theirs, result = await asyncio.to_thread(_fc_kg, official_data_dir, task, toolbox, ScriptedSession([_assistant(r) for r in replies]))
+    _same(ours, [_listing_sorted(r) for r in theirs])
+    ended = result.status.__name__
+    assert (outcome.status, outcome.paper_status, ended) == {
+        "answer": ("completed", "completed", "COMPLETED"),
+        "unknown variable": ("invalid_format", "agent validation failed", "AGENT_VALIDATION_FAILED")}[script]
+    if script == "answer":
+        assert outcome.score == 1.0  # every oracle call ran, in order, between the failing ones

@@ -79,8 +79,9 @@ async def test_weak_policy_reaches_every_status(env: KGEnvironment, mode: str) -
             if record.status == "task_limit_exceeded":
                 assert record.n_turns == 15 and record.details["executable"] is False
     # kg never ends an episode on a malformed reply (AgentBench lets the model retry), so these are all
-    # the agent-caused statuses it can emit; env_error comes from a failing backend (test_kg_virtuoso).
-    assert set(statuses) == {"completed", "task_limit_exceeded", "context_limit_exceeded"}
+    # the agent-caused statuses it can emit; env_error comes from a failing backend (test_kg_virtuoso). In tools mode
+    # (FC) a final answer naming no variable ends the sample as AGENT_VALIDATION_FAILED (invalid_format).
+    assert set(statuses) == {"completed", "task_limit_exceeded", "context_limit_exceeded"} | ({"invalid_format"} if mode == "tools" else set())
     assert sum(scores) / len(scores) < 0.3
     # unexecutable replies are stored per turn (valid = false, with the reason) for the failure drill-down
     assert None not in errors and len(errors) >= 5
@@ -185,7 +186,10 @@ async def test_hostile_replies_stay_inside_the_episode(env: KGEnvironment) -> No
     for arguments in ['{"variable": "m.0abc\\n"}', '{"variable": "m.0a> ?p ?o } #"}', '{"variable": ["#0"]}', "[1, 2]", '{"variable": "#0", "x": 1}']:
         step = await tools.step(ModelReply(content="", tool_calls=[ToolCall(id="h", name="get_relations", arguments=arguments)]))
         assert step.outcome is None and not step.valid, arguments
-        assert step.observation[0]["role"] == "tool" and "cannot be executed" in step.observation[0]["content"]
+        texts = tools._prompts.texts  # FC's answers: its API's refusal, or the error of the failed call
+        content = step.observation[0]["content"]
+        assert step.observation[0]["role"] == "tool" and (content == texts.refusals["get_relations"] or content.startswith(texts.error[:-3]))
+    assert tools.variables == []
 
 
 async def test_tools_mode_errors_answer_every_call(env: KGEnvironment) -> None:
@@ -199,13 +203,20 @@ async def test_tools_mode_errors_answer_every_call(env: KGEnvironment) -> None:
             ToolCall(id="b", name="get_relations", arguments='{"variable": "Thriller"}'),
         ],
     )
-    step = await s.step(reply)
+    step = await s.step(reply)  # FC runs every call of a message, in order
     assert [m["tool_call_id"] for m in step.observation] == ["a", "b"]
-    assert step.observation[0]["content"].startswith("Observation: [") and "not executed" in step.observation[1]["content"]
-    step = await s.step(ModelReply(content="", tool_calls=[ToolCall(id="c", name="get_neighbors", arguments="{not json")]))
-    assert not step.valid and "cannot be executed" in step.observation[0]["content"]
+    assert all(m["content"].startswith("Observation: [") for m in step.observation) and step.valid
+    texts = s._prompts.texts
+    step = await s.step(ModelReply(content="", tool_calls=[ToolCall(id="c", name="get_neighbors", arguments="{not json"),
+                                                           ToolCall(id="d", name="final_execute", arguments='{"variable": "#0"}'),
+                                                           ToolCall(id="e", name="get_neighbors", arguments='{"variable": "#0"}')]))
+    assert not step.valid and step.observation[0]["content"].startswith(texts.error[:-3])
+    assert [m["content"] for m in step.observation[1:]] == [texts.no_function.format(function_name="final_execute"),
+                                                            texts.arguments.format(function_name="get_neighbors")]
     step = await s.step(ModelReply(content="no idea"))
-    assert step.observation == [{"role": "user", "content": "No executable function found! Need to recheck the action."}]
+    assert step.observation == [{"role": "user", "content": texts.no_call}]
+    step = await s.step(ModelReply(content="Final Answer: #3"))  # FC: no such variable ends the sample, validation failed
+    assert step.outcome is not None and (step.outcome.status, step.outcome.paper_status) == ("invalid_format", "agent validation failed")
 
 
 async def test_turn_limit_outcome(env: KGEnvironment) -> None:

@@ -124,10 +124,12 @@ class UpstreamSource:
 
     def keyword_arguments(self, function: str, callee: str, keyword: str) -> list[Any]:
         """The ``keyword=`` argument of every call to ``callee`` inside ``function``, in source order: its literal
-        value, or ``None`` where it is computed (FC's ``ChatCompletionUserMessageParam(role='user', content='...')``)."""
+        value, an f-string as a ``str.format`` template of the names it uses (``f'No function {name}'`` ->
+        ``'No function {name}'``), or ``None`` where it is computed otherwise (FC's
+        ``ChatCompletionUserMessageParam(role='user', content='...')``)."""
         calls = [n for n in ast.walk(self.function(function)) if isinstance(n, ast.Call) and _callee(n) == callee]
         calls.sort(key=lambda n: (n.lineno, n.col_offset))
-        out = [None if (v := _literal(k.value)) is _NOT_LITERAL else v for c in calls for k in c.keywords if k.arg == keyword]
+        out = [_template(k.value) for c in calls for k in c.keywords if k.arg == keyword]
         if not out:
             raise self.error(f"{function} makes no call to {callee!r} with {keyword}=")
         return out
@@ -233,6 +235,22 @@ def _callee(call: ast.Call) -> str | None:
     if isinstance(call.func, ast.Attribute):
         return call.func.attr
     return None
+
+
+def _template(node: ast.AST) -> Any:
+    """A literal's value; an f-string of plain names as a format template; else None."""
+    if isinstance(node, ast.JoinedStr):
+        parts = []
+        for value in node.values:
+            if isinstance(value, ast.FormattedValue):
+                if not isinstance(value.value, ast.Name) or value.conversion != -1 or value.format_spec is not None:
+                    return None
+                parts.append("{" + value.value.id + "}")
+            else:
+                parts.append(str(_literal(value)).replace("{", "{{").replace("}", "}}"))
+        return "".join(parts)
+    value = _literal(node)
+    return None if value is _NOT_LITERAL else value
 
 
 def _literal(node: ast.AST) -> Any:

@@ -27,7 +27,7 @@ from ...environment import Deviation, EnvError, EnvUnavailableError, Environment
 from ..upstream_prompts import FC, V02, upstream_path, wording_deviations
 from .backends import HttpSparqlBackend, OxigraphBackend, SparqlBackend
 from .ontology import Ontology, load_ontology
-from .prompts import FC_CONST, V02_TASK, Prompts, load_prompts
+from .prompts import FC_API, FC_CONST, FC_TASK, V02_TASK, Prompts, load_prompts
 from .session import KGSession
 from .tasks import builtin_dir, load_tasks, official_dir, own_file_tasks, task_file
 from .tools import Toolbox
@@ -59,7 +59,8 @@ class KGEnvironment(Environment):
     @classmethod
     def missing_data(cls, data_dir: Path, options: Mapping[str, Any], split: str, action_mode: str) -> str | None:
         ontology = Path(str(options["kg_ontology"])) if options.get("kg_ontology") else official_dir(data_dir) / "ontology"
-        wording = [upstream_path(data_dir, FC, FC_CONST), upstream_path(data_dir, FC, "configs/tasks/kg.yaml")] if action_mode == "tools" else [upstream_path(data_dir, V02, V02_TASK)]
+        wording = [upstream_path(data_dir, FC, f) for f in (FC_CONST, "configs/tasks/kg.yaml", FC_TASK, FC_API)] if action_mode == "tools" \
+            else [upstream_path(data_dir, V02, V02_TASK)]  # fmt: skip
         missing = missing_file([task_file(split, data_dir), ontology / "vocab.json", ontology / "fb_roles", *wording])
         if missing is None and not options.get("kg_endpoint") and not options.get("kg_graph"):
             return "the official questions need Freebase, which is not bundled: no --kg-endpoint URL"

@@ -8,11 +8,7 @@ from ``name(…)`` up to the first ``)`` split on commas — except that known e
 
 from __future__ import annotations
 
-import json
 import re
-from dataclasses import dataclass
-
-from .tools import TOOL_PARAMS
 
 FINAL_ANSWER = re.compile(r"(?:Find|Final) Answer: #(\d+)")
 _ACTION_LINE = re.compile(r"Action.*?:")
@@ -83,25 +79,3 @@ def call_arguments(line: str, name: str, entity_names: list[str]) -> list[str] |
 
 def strip_variable_word(argument: str) -> str:
     return argument.replace("variable ", "").replace("Variable ", "")
-
-
-@dataclass
-class ToolCallArgs:
-    name: str
-    args: list[str] | None  # None: unreadable arguments
-    shown: str  # how the call is written in actions/errors
-
-
-def tool_call_arguments(name: str, arguments: str) -> ToolCallArgs:
-    """Arguments of a native tool call, in the tool's parameter order (tools mode)."""
-    try:
-        data = json.loads(arguments) if arguments.strip() else {}
-    except ValueError:
-        return ToolCallArgs(name, None, f"{name}({arguments[:200]})")
-    if not isinstance(data, dict) or name not in TOOL_PARAMS:
-        return ToolCallArgs(name, None, f"{name}({arguments[:200]})")
-    params = TOOL_PARAMS[name]
-    if set(data) - set(params) or any(p not in data for p in params):
-        return ToolCallArgs(name, None, f"{name}({arguments[:200]})")
-    values = [str(data[p]) for p in params]
-    return ToolCallArgs(name, values, f"{name}({', '.join(values)})")

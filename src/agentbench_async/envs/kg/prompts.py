@@ -10,6 +10,7 @@ deviations ``kg.prompts``, ``kg.tools_prompt``, ``kg.tools``).
 
 from __future__ import annotations
 
+import ast
 import copy
 from dataclasses import dataclass
 from pathlib import Path
@@ -228,17 +229,65 @@ TOOLS: list[dict[str, Any]] = [
 
 V02_TASK = "src/server/tasks/knowledgegraph/task.py"  # INSTRUCTIONS, ONE_SHOT, KnowledgeGraph.start_sample
 FC_CONST = "src/server/tasks/knowledgegraph/const.py"  # INSTRUCTIONS, ONE_SHOT, TOOLS
+FC_TASK = "src/server/tasks/knowledgegraph/task.py"  # KnowledgeGraph.sync_start_sample: the notices of a round
+FC_API = "src/server/tasks/knowledgegraph/api.py"  # API: the tools' refusals (ValueError texts)
+
+
+@dataclass(frozen=True)
+class ToolTexts:
+    """What tools mode answers besides observations (AgentBench FC's ``KnowledgeGraph.sync_start_sample`` and ``API``):
+    templates filled with ``str.format`` (``function_name``, ``e``: the error's text)."""
+
+    no_call: str  # a user message after a reply with neither a call nor a final answer
+    no_function: str  # a call of a function the API does not have ({function_name})
+    arguments: str  # a call missing one of its parameters ({function_name})
+    error: str  # any other failure of a call ({e})
+    refusals: dict[str, str]  # the API's refusals: "get_relations" (not a variable or entity), "get_neighbors",
+    # "relation" (not a relation of the variable), "type" (intersection of two types), "attribute" (argmax/argmin)
+    api_names: frozenset[str] = frozenset()  # what else the API object has (FC: such a name gets the arguments notice)
+
+
+OWN_TOOL_TEXTS = ToolTexts(
+    "No tool call and no 'Final Answer: #id': call one of the tools, or give the final answer.",
+    "There is no function {function_name}.", "Wrong arguments for {function_name}.", "The call failed: {e}",
+    {"get_relations": "get_relations needs a variable or an entity", "get_neighbors": "get_neighbors needs a variable or an entity",
+     "relation": "the relation is not one of the variable's relations", "type": "the two variables are not of the same type",
+     "argmax": "the attribute is not one of the variable's attributes", "argmin": "the attribute is not one of the variable's attributes"},
+)
 
 
 @dataclass(frozen=True)
 class Prompts:
     """The wording of a run in one action mode: the messages before the question, what leads the question
-    (v0.2: ``A new question: ``; FC: nothing), the tool definitions."""
+    (v0.2: ``A new question: ``; FC: nothing), the tool definitions, tools mode's notices."""
 
     opening: list[Message]
     question_lead: str
     tools: list[dict[str, Any]]
     upstream: bool = False
+    texts: ToolTexts = OWN_TOOL_TEXTS
+
+
+def _fc_texts(data_dir: Path) -> ToolTexts:
+    """FC's notices (the literal and f-string ``content=`` of ``sync_start_sample``'s messages) and its API's refusals
+    (the ``ValueError`` texts of ``api.py``)."""
+    task = upstream_source(data_dir, FC, FC_TASK, env="kg")
+    where = "KnowledgeGraph.sync_start_sample"
+    users = [t for t in task.keyword_arguments(where, "ChatCompletionUserMessageParam", "content") if isinstance(t, str)]
+    tools = [t for t in task.keyword_arguments(where, "ChatCompletionToolMessageParam", "content") if isinstance(t, str)]
+    if len(users) != 2 or len(tools) != 3 or "{function_name}" not in tools[0] or "{e}" not in tools[2]:
+        raise task.error(f"{where} should send a no-call notice and three tool notices (no such function, arguments, error)")
+    api = upstream_source(data_dir, FC, FC_API, env="kg")
+    raised = {name: api.call_arguments(f"API.{name}", "ValueError") for name in ("get_relations", "get_neighbors", "intersection", "argmax", "argmin")}
+    if not all(isinstance(t, str) for texts in raised.values() for t in texts) or len(raised["get_neighbors"]) != 2:
+        raise api.error("API's tools should raise ValueError with literal texts")
+    refusals = {"get_relations": raised["get_relations"][0], "get_neighbors": raised["get_neighbors"][0], "relation": raised["get_neighbors"][1],
+                "type": raised["intersection"][0], "argmax": raised["argmax"][0], "argmin": raised["argmin"][0]}
+    methods = next(n for n in api.tree.body if isinstance(n, ast.ClassDef) and n.name == "API").body
+    names = {m.name for m in methods if isinstance(m, ast.FunctionDef)}
+    names |= {t.attr for n in ast.walk(api.function("API.__init__")) if isinstance(n, ast.Assign) for t in n.targets
+              if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"}  # fmt: skip
+    return ToolTexts(users[0], tools[0], tools[1], tools[2], refusals, frozenset(names | set(dir(object))))
 
 
 def load_prompts(data_dir: Path | None, action_mode: str = "text") -> Prompts:
@@ -253,7 +302,7 @@ def load_prompts(data_dir: Path | None, action_mode: str = "text") -> Prompts:
         rounds = ((upstream_config(data_dir, FC, "kg", env="kg").get("default") or {}).get("parameters") or {}).get("max_rounds")
         if not (isinstance(instructions, str) and isinstance(shots, list) and isinstance(tools, list) and isinstance(rounds, int)):
             raise const.error("INSTRUCTIONS, ONE_SHOT and TOOLS must be literals (and kg.yaml give default.parameters.max_rounds)")
-        return Prompts([{"role": "system", "content": instructions.format(max_round=rounds)}, *shots], "", tools, True)
+        return Prompts([{"role": "system", "content": instructions.format(max_round=rounds)}, *shots], "", tools, True, _fc_texts(data_dir))
     task = upstream_source(data_dir, V02, V02_TASK, env="kg")
     instructions, shots = task.literal("INSTRUCTIONS"), task.literal("ONE_SHOT")
     replies = [m.get("content") for m in task.call_arguments("KnowledgeGraph.start_sample", "inject") if isinstance(m, dict) and m.get("role") == "agent"]

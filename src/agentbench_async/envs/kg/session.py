@@ -8,29 +8,32 @@ the answer's F1 as the score.
 
 from __future__ import annotations
 
+import dataclasses
+import json
+import re
 from typing import Any
 
 from ...environment import EpisodeContext, Message, ModelReply, Outcome, Session, Step, Task, statuses as st
 from .backends import QueryFailed
 from .metric import exact_match, executable, f1
 from .parsing import (
+    FINAL_ANSWER,
     action_line,
     call_arguments,
     call_names,
     clean_reply,
     final_answer_id,
     strip_variable_word,
-    tool_call_arguments,
 )
 from .programs import Variable
 from .prompts import Prompts, first_messages, load_prompts
-from .tools import TOOL_NAMES, Arg, Toolbox, ToolFailure
+from .tools import TOOL_NAMES, TOOL_PARAMS, Arg, Toolbox, ToolFailure
 
 NO_ACTION = "No executable function found! Need to recheck the action."
 NOT_EXECUTED = "Function is not executed!"
 INVALID_ID = "Invalid variable id! Need to recheck the action."
-ONE_PER_TURN = "Only one action per turn: this call was not executed."
 _MAX_STORED_ANSWERS = 1000
+_FC_ENTITY = re.compile(r"^([mf])\.[\w_]+$")  # FC's API: what get_relations/get_neighbors accept besides a variable
 
 
 def _cannot(name: str, shown_args: str) -> str:
@@ -93,12 +96,16 @@ class KGSession(Session):
         """Run one tool call; returns the observation or raises ToolFailure."""
         if name not in TOOL_NAMES:
             raise ToolFailure(f"{name} is not one of the tools")
-        result = await self._toolbox.call(name, [self._resolve(a) for a in raw_args])
+        return await self._run(name, [self._resolve(a) for a in raw_args], ", ".join(raw_args))
+
+    async def _run(self, name: str, args: list[Arg], shown: str) -> str:
+        """Run a tool on resolved arguments: its observation, a new variable numbered where it says ``##``."""
+        result = await self._toolbox.call(name, args)
         observation = result.observation
         if result.variable is not None:
             observation = observation.replace("##", f"#{len(self.variables)}")
             self.variables.append(result.variable)
-        self.actions.append(f"{name}({', '.join(raw_args)})")
+        self.actions.append(f"{name}({shown})")
         return observation
 
     def _details(self, predicted: list[str], query_error: str | None = None) -> dict[str, Any]:
@@ -162,29 +169,79 @@ class KGSession(Session):
 
     # --------------------------------------------------------------------------------- tools mode
     async def _step_tools(self, reply: ModelReply) -> Step:
-        text = clean_reply(reply.content or "")
-        calls = reply.tool_calls
-        index = final_answer_id(text)
-        if index is not None:
+        """AgentBench FC's round (``KnowledgeGraph.sync_start_sample``): a reply with calls has every call run in order,
+        each answered by a tool message (the observation, or FC's notice: no such function, wrong arguments, the error of
+        a failed call); a reply without one ends the sample when it holds ``Final Answer: #k`` (read before any
+        ``Observation:``) — ``completed``, or ``invalid_format`` (FC's AGENT_VALIDATION_FAILED) when there is no
+        variable ``#k`` or its query fails — else gets FC's user notice. 15 rounds: ``task_limit_exceeded``."""
+        texts = self._prompts.texts
+        if not reply.tool_calls:
+            found = FINAL_ANSWER.findall((reply.content or "").split("Observation:")[0].replace("\\_", "_"))
+            if not found:
+                return Step(observation=[_user(texts.no_call)], valid=False, error="no tool call and no final answer")
+            index = int(found[0])
             outcome = await self._final(index)
-            if outcome is not None:
-                return Step(action=f"Final Answer: #{index}", outcome=outcome)
-            skipped = [_tool(c.id, ONE_PER_TURN) for c in calls]
-            return Step(observation=skipped + [_user(INVALID_ID)], action=f"Final Answer: #{index}", valid=False, error=f"no variable #{index}")
-        if not calls:
-            return Step(observation=[_user(NO_ACTION)], valid=False, error="no tool call and no final answer")
-        first, rest = calls[0], calls[1:]
-        tail = [_tool(c.id, ONE_PER_TURN) for c in rest]
-        parsed = tool_call_arguments(first.name, first.arguments)
-        if parsed.args is None:
-            message = _cannot(first.name, first.arguments[:200])
-            return Step(observation=[_tool(first.id, message)] + tail, action=parsed.shown, valid=False, error="unreadable tool arguments")
+            if outcome is None:
+                outcome = Outcome(status=st.INVALID_FORMAT, error=f"no variable #{index}", details=self._details([]),
+                                  paper_status=st.PAPER_AGENT_VALIDATION_FAILED)
+            elif outcome.error:  # the final query failed: FC's handler ends the sample AGENT_VALIDATION_FAILED
+                outcome = dataclasses.replace(outcome, paper_status=st.PAPER_AGENT_VALIDATION_FAILED)
+            return Step(action=f"Final Answer: #{index}", valid=outcome.status == st.COMPLETED, error=outcome.error, outcome=outcome)
+        observation, actions, errors = [], [], []
+        for call in reply.tool_calls:
+            actions.append(f"{call.name}({call.arguments[:200]})")
+            text, error = await self._fc_call(call.name, call.arguments)
+            observation.append(_tool(call.id, text))
+            if error:
+                errors.append(error)
+        return Step(observation=observation, action="; ".join(actions), valid=not errors, error="; ".join(errors) or None)
+
+    async def _fc_call(self, name: str, arguments: str) -> tuple[str, str | None]:
+        """One call as FC runs it: (what the tool message says, why it failed or None). Arguments are read as FC reads
+        them: ``#k`` is variable k (Python's indexing), an entity's name its id, anything else as given."""
+        texts = self._prompts.texts
         try:
-            observation = await self._execute(parsed.name, parsed.args)
-        except ToolFailure as exc:
-            message = _cannot(parsed.name, ", ".join(parsed.args))
-            return Step(observation=[_tool(first.id, message)] + tail, action=parsed.shown, valid=False, error=str(exc))
-        return Step(observation=[_tool(first.id, observation)] + tail, action=self.actions[-1])
+            args = json.loads(arguments)
+            if name not in TOOL_NAMES:  # FC: getattr(api, name) fails, or finds no parameters for what it found
+                notice = texts.arguments if name in texts.api_names else texts.no_function
+                return notice.format(function_name=name), f"unknown tool {name[:60]!r}"
+            try:
+                values = [args[p] for p in TOOL_PARAMS[name]]
+            except KeyError:
+                return texts.arguments.format(function_name=name), f"{name}: wrong arguments"
+            resolved = [self.variables[int(v[1:])] if isinstance(v, str) and v.startswith("#") else self._entities.get(v, v)
+                        if isinstance(v, str) else v for v in values]  # fmt: skip
+            return await self._fc_tool(name, resolved, ", ".join(map(str, values))), None
+        except (ValueError, TypeError, IndexError, AttributeError, ToolFailure) as exc:  # FC: 'Error processing tool call: {e}'
+            return texts.error.format(e=exc), f"{name}: {exc}"[:300]
+
+    async def _fc_tool(self, name: str, args: list[Any], shown: str) -> str:
+        """FC's ``API`` checks before the tool runs: its refusals (ValueError) and what Python says where FC reads a
+        variable's ``type``/``program`` off an entity (AttributeError); relations and attributes are looked up first
+        when not listed yet, as FC's get_neighbors/argmax do."""
+        refusals = self._prompts.texts.refusals
+        if any(not isinstance(a, (str, Variable)) for a in args):
+            raise TypeError(f"expected string or bytes-like object, got '{type(next(a for a in args if not isinstance(a, (str, Variable)))).__name__}'")
+        first = args[0]
+        if name in ("get_relations", "get_neighbors") and not isinstance(first, Variable) and not _FC_ENTITY.match(first):
+            raise ValueError(refusals[name])
+        if name in ("intersection", "get_attributes", "argmax", "argmin", "count"):
+            for a in args[: 2 if name == "intersection" else 1]:
+                if not isinstance(a, Variable):
+                    raise AttributeError(f"'str' object has no attribute '{'type' if name == 'intersection' else 'program'}'")
+        if name == "intersection" and args[0].type != args[1].type:
+            raise ValueError(refusals["type"])
+        listed = {"get_neighbors": ("get_relations", self._toolbox.relations_seen, "relation"),
+                  "argmax": ("get_attributes", self._toolbox.attributes_seen, "argmax"),
+                  "argmin": ("get_attributes", self._toolbox.attributes_seen, "argmin")}  # fmt: skip
+        if name in listed:
+            lister, seen, refusal = listed[name]
+            key = Toolbox._key(first)
+            if key not in seen:
+                await self._toolbox.call(lister, [first])
+            if args[1] not in seen.get(key, []):
+                raise ValueError(refusals[refusal])
+        return await self._run(name, args, shown)
 
 
 def _user(text: str) -> Message:
