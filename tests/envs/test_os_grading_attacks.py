@@ -3,8 +3,8 @@
 The model answers wrong (``31337``) after rigging what checks run: a fake Python "home" through ``pyvenv.cfg``,
 ``sitecustomize``, an NSS module that answers for every program that looks up a user, a background racer
 that stops a check and swaps a tool under it, a freezer that stops every check process (which used to end
-the episode ``env_error``, dropping it from the score). Checks now run after every process of the model is
-killed (the task's and the agent's shell stopped) and always with the pristine image's tools: every rigged
+the episode ``env_error``, dropping it from the score). Checks now run after every process of the episode is
+frozen as a group (issue 42; issue 30 killed them) and always with the pristine image's tools: every rigged
 episode scores 0 and none ends ``env_error``; the same tasks played honestly score 1.
 """
 
@@ -138,9 +138,9 @@ async def test_a_rigged_perl_library_path_does_not_change_a_verdict(sandboxed: N
     async with _Episode(env) as ep:
         assert "rigged" in await ep.sh(_PERL_RIG)
         assert "31337" in await ep.sh("perl -e 'use strict; print 1'")  # the episode's own perl is rigged
-        sandbox, keep = ep.session._sandbox, ep.session._shell.pids()
-        assert not (await grade(sandbox, {"check": [_PERL_CHECK]}, "31337", 10, keep=keep))[0]
-        assert (await grade(sandbox, {"check": [_PERL_CHECK]}, "42", 10, keep=keep))[0]
+        sandbox = ep.session._sandbox
+        assert not (await grade(sandbox, {"check": [_PERL_CHECK]}, "31337", 10))[0]
+        assert (await grade(sandbox, {"check": [_PERL_CHECK]}, "42", 10))[0]
 
 
 def _without_files_beside_python(script: str) -> str:
@@ -155,21 +155,21 @@ async def test_rigged_tools_and_background_processes_do_not_change_a_verdict(san
     the honest answer still passes: the checks ran with the image's tools, the model's processes gone."""
     env = OSEnvironment(options={"script_timeout": 10})
     async with _Episode(env) as control:  # the same check, no rigging: the honest answer passes, the wrong fails
-        sandbox, keep = control.session._sandbox, control.session._shell.pids()
-        assert (await grade(sandbox, {"check": [check]}, "42", 10, keep=keep))[0]
-        assert not (await grade(sandbox, {"check": [check]}, "31337", 10, keep=keep))[0]
+        sandbox = control.session._sandbox
+        assert (await grade(sandbox, {"check": [check]}, "42", 10))[0]
+        assert not (await grade(sandbox, {"check": [check]}, "31337", 10))[0]
     script = _rig_script(nss_module)
     async with _Episode(env) as ep:
-        sandbox, keep = ep.session._sandbox, ep.session._shell.pids()
+        sandbox = ep.session._sandbox
         assert "rigged" in await ep.sh(script if whole else _without_files_beside_python(script))
         # the episode's own interpreters are rigged: a python3 of the episode says 31337 whatever it runs
         assert "31337" in await ep.sh("python3 -c 'print(1)'")
-        ok, details = await grade(sandbox, {"check": [check]}, "31337", 10, keep=keep)
+        ok, details = await grade(sandbox, {"check": [check]}, "31337", 10)
         assert not ok, details
-        assert details["purge"]["killed"] >= 2, details  # the racer and the freezer (and what they started)
+        assert model_frozen(sandbox), details  # the racer and the freezer are there, frozen
         if not whole:
             assert "reason" not in details, details  # the check ran and said no
-            ok, details = await grade(sandbox, {"check": [check]}, "42", 10, keep=keep)
+            ok, details = await grade(sandbox, {"check": [check]}, "42", 10)
             assert ok, details
 
 
@@ -192,15 +192,15 @@ async def test_commands_that_would_hide_the_images_are_hidden_from_checks(sandbo
     ]  # fmt: skip
     for rig in [*rigs, "mv /usr/bin /opt/bin"]:
         async with _Episode(env) as ep:
-            sandbox, keep = ep.session._sandbox, ep.session._shell.pids()
+            sandbox = ep.session._sandbox
             code, out = await run_script(sandbox, {"language": "bash", "code": rig}, [], 30)
             assert code == 0, out
             if rig in rigs:
-                assert (await grade(sandbox, {"check": [_WHICH_TOOLS_CHECK]}, "42", 10, keep=keep))[0], rig
-                ok, details = await grade(sandbox, {"check": [_WHICH_TOOLS_CHECK]}, "31337", 10, keep=keep)
+                assert (await grade(sandbox, {"check": [_WHICH_TOOLS_CHECK]}, "42", 10))[0], rig
+                ok, details = await grade(sandbox, {"check": [_WHICH_TOOLS_CHECK]}, "31337", 10)
                 assert not ok and "reason" not in details, (rig, details)
             else:
-                ok, details = await grade(sandbox, {"check": [_WHICH_TOOLS_CHECK]}, "42", 10, keep=keep)
+                ok, details = await grade(sandbox, {"check": [_WHICH_TOOLS_CHECK]}, "42", 10)
                 assert not ok and "removed /usr/bin" in details["reason"], details
     await env.close()
 
@@ -214,7 +214,7 @@ async def test_a_command_the_episode_installed_is_found_by_checks(sandboxed: Non
                     "chmod 755 /usr/libexec/greet/helper && printf '#!/bin/sh\\nexec /usr/libexec/greet/helper \"$@\"\\n' > /usr/bin/greet && "
                     "chmod 755 /usr/bin/greet && printf '#!/bin/sh\\necho 99\\n' > /usr/bin/wc && echo ok")
         check = {"language": "bash", "code": '[ "$(greet "$1")" = hello-42 ] && [ "$(printf "a\\nb\\n" | wc -l)" = 2 ]'}
-        ok, details = await grade(ep.session._sandbox, {"check": [check]}, "42", 10, keep=ep.session._shell.pids())
+        ok, details = await grade(ep.session._sandbox, {"check": [check]}, "42", 10)
         assert ok, details
 
 
@@ -230,8 +230,9 @@ while True:
             continue
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as f:
-                if b"__ab_p" not in f.read() and b"_ab_load" not in f.read():
-                    continue
+                cmd = f.read()
+            if b"__ab_p" not in cmd and b"_ab_load" not in cmd:
+                continue
             with open(f"/proc/{pid}/syscall") as f:
                 pc = int(f.read().split()[-1], 16)
             with open(f"/proc/{pid}/mem", "r+b", buffering=0) as mem:
@@ -244,14 +245,14 @@ while True:
 """
 
 
-async def test_a_process_patching_checks_in_memory_is_gone_before_they_run(sandboxed: None) -> None:
+async def test_a_process_patching_checks_in_memory_is_frozen_before_they_run(sandboxed: None) -> None:
     env = OSEnvironment(options={"script_timeout": 10})
     async with _Episode(env) as ep:
         await ep.sh(f"cat > /tmp/patch.py <<'PY'\n{_MEM_PATCHER}PY\nsetsid python3 /tmp/patch.py </dev/null >/dev/null 2>&1 & disown; echo started")
-        sandbox, keep = ep.session._sandbox, ep.session._shell.pids()
-        ok, details = await grade(sandbox, {"check": [_BASH_NSS_CHECK]}, "31337", 10, keep=keep)
-        assert not ok and details["purge"]["killed"] >= 1, details
-        assert (await grade(sandbox, {"check": [_BASH_NSS_CHECK]}, "42", 10, keep=keep))[0]
+        sandbox = ep.session._sandbox
+        ok, details = await grade(sandbox, {"check": [_BASH_NSS_CHECK]}, "31337", 10)
+        assert not ok and model_frozen(sandbox), details
+        assert (await grade(sandbox, {"check": [_BASH_NSS_CHECK]}, "42", 10))[0]
 
 
 async def test_a_check_that_does_not_finish_is_the_models_failure_not_env_error(sandboxed: None) -> None:
@@ -260,18 +261,20 @@ async def test_a_check_that_does_not_finish_is_the_models_failure_not_env_error(
         # the model's state makes the check hang (a FIFO it reads never gets a writer)
         await ep.sh("mkfifo /root/answer.txt")
         check = {"language": "bash", "code": 'read -r line < /root/answer.txt; [ "$line" = "$1" ]'}
-        ok, details = await grade(ep.session._sandbox, {"check": [check]}, "42", 1.5, keep=ep.session._shell.pids())
+        ok, details = await grade(ep.session._sandbox, {"check": [check]}, "42", 1.5)
         assert not ok and "did not finish within 1.5 s" in details["reason"], details
 
 
-async def test_the_tasks_processes_and_the_shell_are_stopped_not_killed_and_counted_by_checks(sandboxed: None) -> None:
-    """A process the task started (and the agent's shell) survive into the checks, stopped: a check that counts
-    processes sees them, as upstream's did; the model's own background processes are gone."""
+async def test_the_episodes_processes_are_frozen_not_killed_and_counted_by_checks(sandboxed: None) -> None:
+    """Every process of the episode — the task's, the agent's shell, the model's own — is there during the checks,
+    frozen as a group: a check that counts processes sees them (as upstream's, run beside the agent's shell, did),
+    and none of them runs (a ticking loop of the model's stands still while the check watches it)."""
     env = OSEnvironment(options={})
+    check = ('a=$(cat /tmp/tick); sleep 0.3; b=$(cat /tmp/tick); '
+             'echo "$(pgrep -c -x sleep) $(pgrep -f "[m]odel-loop" >/dev/null && echo model) $([ "$a" = "$b" ] && echo still)"')  # fmt: skip
     task_data = {
         "description": "count", "init": [{"language": "bash", "code": "for i in 1 2 3; do (sleep 900) & done"}],
-        "start": None, "example": None,
-        "check": [{"language": "bash", "code": 'echo "$(pgrep -c -x sleep) $(pgrep -c -f "[m]odel-loop") $(ps -o stat= -p $(pgrep -d, -x sleep) | cut -c1 | tr -d "\\n")"'}],
+        "start": None, "example": None, "check": [{"language": "bash", "code": check}],
     }  # fmt: skip
     from agentbench_async.envs.base import EpisodeContext, Task
 
@@ -279,16 +282,21 @@ async def test_the_tasks_processes_and_the_shell_are_stopped_not_killed_and_coun
     session = await env.open_session(task, EpisodeContext(episode_id="count"))
     try:
         await session.begin()
-        await session.step(_bash("setsid bash -c 'exec -a model-loop sleep 900' </dev/null >/dev/null 2>&1 & disown; echo ok"))
-        code, out = await run_script(session._sandbox, {"language": "bash", "code": "pgrep -c -f '[m]odel-loop'"}, [], 10)
-        assert out.split()[0] == "1", out
-        killed, stopped, clean = await session._sandbox.purge(session._shell.pids())
-        assert clean and killed >= 1 and stopped >= 4, (killed, stopped)  # 3 sleeps + the shell stopped
+        await session.step(_bash("setsid bash -c 'exec -a model-loop bash -c \"while :; do date +%s%N > /tmp/tick; done\"' </dev/null >/dev/null 2>&1 & disown; sleep 0.2; echo ok"))
+        assert await session._sandbox.stop_model() is None and model_frozen(session._sandbox)
         code, out = await run_script(session._sandbox, task_data["check"][0], [], 10, check=True)
-        assert out.split() == ["3", "0", "TTT"], out
+        assert out.split() == ["3", "model", "still"], out  # a frozen fork of the loop may be there too
     finally:
         await session.close()
         await env.close()
+
+
+def model_frozen(sandbox: Any) -> bool:
+    """Whether the episode's cgroup is frozen (v1 freezer.state, v2 cgroup.events)."""
+    folder = sandbox._cgroups.freezer
+    if (folder / "freezer.state").exists():
+        return (folder / "freezer.state").read_text().strip() == "FROZEN"
+    return "frozen 1" in (folder / "cgroup.events").read_text()
 
 
 def _bash(command: str) -> Any:

@@ -168,9 +168,13 @@ def test_cgroup_v2_needs_delegation_else_rlimits_with_one_warning(tmp_path: Path
     root, self_cgroup = _fake_v2(tmp_path / "ok", "cpu memory pids\n")
     cg = _Cgroups("agentbench-os-t2", Limits(memory_mb=64, pids=32, disk_mb=100, shm_mb=16), root, self_cgroup)
     path = root / "user.slice" / "engine.scope" / "agentbench-os-t2"
-    # processes' 64 MiB + the in-memory disk and /dev/shm + the warden; pids: + warden, bubblewrap, keeper
-    assert cg.memory == path and (path / "memory.max").read_text() == str((64 + 100 + 16 + 32) << 20)
-    assert (path / "pids.max").read_text() == "35"
+    # processes' 64 MiB + the in-memory disk and /dev/shm; pids: + bubblewrap, keeper (the warden stays outside)
+    assert cg.memory == path and (path / "memory.max").read_text() == str((64 + 100 + 16) << 20)
+    assert (path / "pids.max").read_text() == "34"
+    # the checks' sibling: a budget of their own
+    checks = path.with_name("agentbench-os-t2-checks")
+    assert cg.checks.memory == checks and (checks / "memory.max").read_text() == str(64 << 20)
+    assert (checks / "pids.max").read_text() == "32"
 
 
 def test_cgroup_write_failure_leaves_nothing_behind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:

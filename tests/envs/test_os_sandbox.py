@@ -18,6 +18,7 @@ from agentbench_async.envs.base import EpisodeContext, Task
 from agentbench_async.envs.os_interaction import OSEnvironment
 from agentbench_async.envs.os_interaction import rootfs as rootfs_mod
 from agentbench_async.envs.os_interaction import sandbox as sandbox_mod
+from agentbench_async.envs.os_interaction.cgroups import Group
 from agentbench_async.envs.os_interaction.limits import DOCKER_NOFILE, NOFILE_TASK, reachable_nofile
 from agentbench_async.errors import EnvUnavailableError
 from agentbench_async.testing import play
@@ -311,7 +312,7 @@ async def test_without_cgroups_rlimits_and_a_scanned_pid_limit_hold(sandboxed: N
 
     class _NoCgroups(sandbox_mod._Cgroups):
         def __init__(self, name: str, limits: sandbox_mod.Limits, *args: object) -> None:
-            self.dirs, self.memory, self.pids = [], None, None
+            self.dirs, self.memory, self.pids, self.freezer, self.checks = [], None, None, None, Group()
 
     monkeypatch.setattr(sandbox_mod, "_Cgroups", _NoCgroups)
     env = OSEnvironment(options={"command_timeout": 5, "memory_mb": 256, "pids": 40})

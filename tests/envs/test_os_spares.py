@@ -10,6 +10,7 @@ from pathlib import Path
 from agentbench_async.envs.base import EpisodeContext, Task
 from agentbench_async.envs.os_interaction import OSEnvironment
 from agentbench_async.envs.os_interaction.grading import run_script
+from agentbench_async.envs.os_interaction.limits import Limits, sandboxes_within_host
 from agentbench_async.envs.os_interaction.spares import SPARE_MACHINES
 from agentbench_async.types import ModelReply
 from test_os_sandbox import os_root, sandboxed  # noqa: F401  (fixtures)
@@ -157,5 +158,15 @@ async def test_a_burst_of_episodes_queues_for_the_environments_work_and_no_init_
 
 def test_the_os_environment_keeps_64_sandboxes_and_a_few_busy_ones_by_default() -> None:
     env = OSEnvironment(options={})
-    assert env.capacity == 64
+    assert env.capacity == sandboxes_within_host(env.limits, 64, SPARE_MACHINES)[0]  # 64 where the host's memory holds them
     assert env.script_concurrency == max(8, 8 * (os.cpu_count() or 1))
+
+
+def test_live_sandboxes_are_held_under_a_share_of_the_hosts_memory_in_one_line() -> None:
+    """64 sandboxes of 1,088 MiB each (processes, disk and /dev/shm) on a 24 GiB host: 14 (with the 2 made ahead,
+    16 x 1,088 MiB <= 75% of 24,105 MiB), said in one line; 64 small ones fit."""
+    allowed, line = sandboxes_within_host(Limits(), 64, 2, host_mb=24_105)
+    assert allowed == 14 and line is not None and "\n" not in line and "14 sandboxes at once, not 64" in line
+    assert "1,088 MiB" in line and "os.memory_mb" in line
+    assert sandboxes_within_host(Limits(memory_mb=128, disk_mb=128, shm_mb=16), 64, 2, host_mb=24_105) == (64, None)
+    assert sandboxes_within_host(Limits(), 64, 2, host_mb=1_000)[0] == 1  # never none

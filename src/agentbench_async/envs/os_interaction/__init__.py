@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import os
 import re
+import sys
 from collections.abc import AsyncIterator, Iterator, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
@@ -34,15 +35,15 @@ from ...environment import (
 )
 from ..upstream_prompts import FC, V02, upstream_path, wording_deviations
 from .control import close_idle_wardens
-from .grading import grade, run_script
+from .grading import grade, needs_example, run_example, run_script
 from .protocol import UPSTREAM_TASK, Action, ParseError, Prompts, first_messages, load_prompts, observation_text, parse_text, parse_tools
 from .records import builtin_tasks, official_tasks, own_file_tasks
 from .rootfs import ensure_shifted
 from .rootfs import resolve as resolve_root
-from .limits import warn_nofile_shortfall
+from .limits import sandboxes_within_host, warn_nofile_shortfall
 from .sandbox import IdMap, Limits, Sandbox, check_available, host_idmap
 from .shell import AgentShell
-from .spares import Machine, Spares
+from .spares import SPARE_MACHINES, Machine, Spares
 
 TIMEOUT_NOTE = "\n[the command ran longer than {s:g} s and was interrupted]"
 FLOOD_NOTE = "\n[the command printed too much output and was interrupted]"
@@ -134,7 +135,9 @@ class OSEnvironment(Environment):
 
     @property
     def capacity(self) -> int:
-        return int(self.options.get("concurrency", DEFAULT_CONCURRENCY))
+        """Live sandboxes at once: ``concurrency``, fewer where together they could hold more than a share of the
+        host's memory (:func:`.limits.sandboxes_within_host`; said in one line at start)."""
+        return sandboxes_within_host(self.limits, int(self.options.get("concurrency", DEFAULT_CONCURRENCY)), SPARE_MACHINES)[0]
 
     @contextlib.asynccontextmanager
     async def busy(self) -> AsyncIterator[None]:
@@ -163,6 +166,9 @@ class OSEnvironment(Environment):
     async def start(self) -> None:
         check_available()
         warn_nofile_shortfall(self.limits.nofile)  # one line when Docker's open-files limit is out of reach
+        _, fewer = sandboxes_within_host(self.limits, int(self.options.get("concurrency", DEFAULT_CONCURRENCY)), SPARE_MACHINES)
+        if fewer is not None:
+            print(f"note: {fewer}", file=sys.stderr, flush=True)
         self.idmap = host_idmap()
         root = await resolve_root(self.rootfs, self.mirror)
         self.root = await ensure_shifted(root, self.idmap.uid_base, self.idmap.gid_base)
@@ -232,13 +238,6 @@ def _needs_several_users(data: dict[str, Any]) -> bool:
     return any(_MULTI_USER.search(t) for t in texts)
 
 
-def _checks_run_processes(data: dict[str, Any]) -> bool:
-    """Whether grading the task starts a process in the sandbox (a check or example that is not a comparison)."""
-    if "match" in data:
-        return False
-    return any((data["example"] if step is None else step)["language"] != "compare" for step in data["check"])
-
-
 class OSSession(Session):
     def __init__(self, env: OSEnvironment, task: Task, ctx: EpisodeContext) -> None:
         self._env = env
@@ -246,6 +245,7 @@ class OSSession(Session):
         self._ctx = ctx
         self._machine: Machine | None = None  # taken in begin(): made ahead, or made then
         self._notes: dict[str, str] = {}  # what the episode's details say about how it was set up (START_TABS_NOTE)
+        self._expected: tuple[int, str] | None = None  # the example's (exit code, output) before the first turn
 
     @property
     def _sandbox(self) -> Sandbox:
@@ -281,8 +281,8 @@ class OSSession(Session):
                 if "\t" in data["start"]:
                     self._notes["start_note"] = START_TABS_NOTE
                 await self._shell.run(data["start"], self._env.command_timeout)
-            if _checks_run_processes(data):  # what runs now is the task's: checks may count it (see grading)
-                await self._sandbox.mark_task_processes()
+            if needs_example(data):  # the expected answer, from the state the task set up (see grading)
+                self._expected = await run_example(self._sandbox, data, self._env.script_timeout)
         return self._env.opening(self._task, self._ctx)[0]
 
     def _observe(self, reply: ModelReply, text: str) -> list[Message]:
@@ -302,7 +302,12 @@ class OSSession(Session):
             return Step(valid=False, error=parsed.reason, outcome=outcome)
         action: Action = parsed
         if action.kind == "bash":
-            result = await self._shell.run(action.command, self._env.command_timeout)
+            try:
+                result = await self._shell.run(action.command, self._env.command_timeout)
+            except EnvError:
+                if not self._sandbox.ended_by_episode():
+                    raise  # the host's failure (the warden), not the model's
+                return Step(action=action.describe(), outcome=self._failed("the sandbox ended during the model's command (its pid 1 exited)"))
             output = result.output
             if result.timed_out:
                 output += TIMEOUT_NOTE.format(s=self._env.command_timeout)
@@ -314,9 +319,8 @@ class OSSession(Session):
                 output += RESTART_NOTE
             return Step(action=action.describe(), observation=self._observe(reply, observation_text(output)))
         answer = action.answer if action.kind == "answer" else None
-        keep = self._machine.shell.pids() if self._machine is not None else set()
         async with self._env.busy():
-            ok, details = await grade(self._machine and self._machine.sandbox, self._task.data, answer, self._env.script_timeout, keep=keep)
+            ok, details = await grade(self._machine and self._machine.sandbox, self._task.data, answer, self._env.script_timeout, expected=self._expected)
         details.update(
             self._notes,
             result=ok,
@@ -328,6 +332,12 @@ class OSSession(Session):
             status=st.COMPLETED, score=1.0 if ok else 0.0, success=ok, details=details, paper_status=st.PAPER_COMPLETED
         )
         return Step(action=action.describe(), outcome=outcome)
+
+    def _failed(self, reason: str) -> Outcome:
+        """The model's failure without a verdict of the checks (completed, score 0, the reason stored)."""
+        details = {"result": False, "reason": reason, **self._notes, "file": self._task.data.get("file"),
+                   "index_in_file": self._task.data.get("index_in_file")}  # fmt: skip
+        return Outcome(status=st.COMPLETED, score=0.0, success=False, details=details, paper_status=st.PAPER_COMPLETED)
 
     async def on_turn_limit(self) -> Outcome:
         return Outcome(

@@ -6,8 +6,9 @@ objects, one per packet; file descriptors travel with them (SCM_RIGHTS).
 
 Lifecycle:
 1. ``config`` from the engine: the lower layer, the state folder, sizes, cgroup files, the seccomp program,
-   the id map. As the engine's user (root, or the user running the engine) the warden joins the episode's
-   cgroups, forks a mapper that stays behind, ``unshare``\\s a user and a mount namespace and opens the
+   the id map. As the engine's user (root, or the user running the engine) the warden opens the
+   ``cgroup.procs`` files of the episode's cgroups and of its checks' (it stays in the engine's own: neither
+   budget is its), forks a mapper that stays behind, ``unshare``\\s a user and a mount namespace and opens the
    cached image (``O_PATH``); the mapper writes the id maps (root: directly; otherwise ``newuidmap``).
 2. Root of the new user namespace (an unprivileged id range on the host), the warden mounts the episode's
    tmpfs and overlay in its private mount namespace and starts bubblewrap, whose pid 1 (the keeper) runs
@@ -15,13 +16,15 @@ Lifecycle:
    joins those namespaces (the pid namespace for its children only) and says ``ready``.
 3. ``spawn`` requests start processes inside: the child enters the sandbox's mount namespace, gets the
    stdio the engine sent (pipes, or a terminal of the sandbox's own devpts, opened through a handle taken
-   before anything of the episode ran), drops to the sandbox's capabilities, sets no_new_privs, loads the
-   seccomp filter and execs. ``check`` children first get a private mount namespace in which every *tool*
-   path (:data:`TOOL_DIRS`, :data:`TOOL_FILES`, :data:`MASKED_FILES`, :data:`TOP_LINKS`) is the pristine
-   image's; everything else (the task's state) is the episode's. Exits are reported as ``exited``.
-4. ``mark_task`` (after the task's init and start) remembers the processes running then (the task's, and
-   the agent's shell); ``purge`` (before each check) stops those (SIGSTOP: still counted by a check, inert)
-   and kills every other process of the episode, so nothing the model started runs while a check does.
+   before anything of the episode ran), moves itself into the episode's cgroups (the agent's shell, init
+   scripts; bubblewrap and so pid 1 too) or into the checks' (``check``: examples and checks), drops to the
+   sandbox's capabilities, sets no_new_privs, loads the seccomp filter and execs. ``check`` children first get
+   a private mount namespace in which every *tool* path (:data:`TOOL_DIRS`, :data:`TOOL_FILES`,
+   :data:`MASKED_FILES`, :data:`TOP_LINKS`) is the pristine image's; everything else (the task's state) is the episode's. Exits are reported as ``exited``.
+4. Grading: the engine freezes the episode's cgroup (every thread of the model's stops, none can thaw it) and the
+   warden forks each check into the checks' cgroup: a full pids or memory cgroup of the episode's cannot keep it
+   from starting, and the warden, outside both, is never the OOM killer's choice. Where there is no freezer the
+   engine has every process of the episode but pid 1 killed instead (``kill_all_but``).
 
 Pid 1 (the keeper) runs shell builtins only (it reads a socket this process never writes to, which no
 process of the sandbox can open), and its memory and OOM score are out of reach: ``/proc/1/mem``,
@@ -88,6 +91,7 @@ OPEN_TREE_CLONE = 1
 AT_FDCWD = -100
 AT_EMPTY_PATH = 0x1000
 MOVE_MOUNT_F_EMPTY_PATH = 0x4
+MOVE_MOUNT_T_SYMLINKS = 0x10
 PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4
 PR_SET_SECCOMP = 22
@@ -172,9 +176,10 @@ def _open_tree(dirfd, path, flags):
     return _ok(_libc.syscall(SYS_OPEN_TREE, ctypes.c_int(dirfd), path.encode(), ctypes.c_uint(flags)), f"open_tree {path}")
 
 
-def _move_mount(fd, target):
+def _move_mount(fd, target, follow=False):
+    flags = MOVE_MOUNT_F_EMPTY_PATH | (MOVE_MOUNT_T_SYMLINKS if follow else 0)
     _ok(
-        _libc.syscall(SYS_MOVE_MOUNT, ctypes.c_int(fd), b"", ctypes.c_int(AT_FDCWD), target.encode(), ctypes.c_uint(MOVE_MOUNT_F_EMPTY_PATH)),
+        _libc.syscall(SYS_MOVE_MOUNT, ctypes.c_int(fd), b"", ctypes.c_int(AT_FDCWD), target.encode(), ctypes.c_uint(flags)),
         f"move_mount onto {target}",
     )
 
@@ -256,7 +261,7 @@ class Warden:
         with open("/proc/sys/kernel/cap_last_cap") as f:
             self.last_cap = int(f.read())
         self.children = {}  # pid -> request id
-        self.task_procs = {}  # pid -> start time: the task's processes (see mark_task)
+        self.cgroups = {"agent": [], "check": []}  # open cgroup.procs files (see build)
         self.commands = {}  # "usr/sbin", "usr/bin" -> the image's names there (see _read_image_commands)
         self.keeper = 0
         self.bwrap_pid = 0
@@ -268,14 +273,12 @@ class Warden:
         _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
         if os.getppid() != self.parent:  # the parent (the zygote) died before PDEATHSIG was set
             os._exit(1)
-        for path in cfg["cgroup_procs"]:
-            with open(path, "w") as f:
-                f.write(str(os.getpid()))
-        try:
-            with open("/proc/self/oom_score_adj", "w") as f:
-                f.write("-1000")  # an out-of-memory kill in the episode's cgroup takes the agent's process
-        except OSError:
-            pass
+        # opened as the engine's user, written by each child to move itself in (the kernel checks the opener's
+        # rights): the warden stays in the engine's cgroup, outside the episode's budgets and its checks'
+        self.cgroups = {
+            mode: [os.open(path, os.O_WRONLY | os.O_CLOEXEC) for path in cfg[key]]
+            for mode, key in (("agent", "cgroup_procs"), ("check", "check_procs"))
+        }
         _raise_nofile(cfg["nofile"])  # while still the engine's user: a namespace's root cannot raise it
         # the cached image as the working folder, while still the engine's user on the host (its permissions
         # reach the image): the new mount namespace's copy of it is this namespace's working folder then
@@ -370,6 +373,7 @@ class Warden:
         pid = os.fork()
         if pid == 0:
             try:
+                self._join("agent")
                 _default_signals()
                 null_r, null_w = os.pipe()
                 os.close(null_w)
@@ -476,7 +480,13 @@ class Warden:
         else:
             _send(self.sock, reply)
 
+    def _join(self, mode):
+        """In a child, before anything else: into the episode's cgroups (``agent``) or the checks' (``check``)."""
+        for fd in self.cgroups[mode]:
+            os.write(fd, b"0")
+
     def _child(self, req, fds, master):
+        self._join("check" if req.get("mode") == "check" else "agent")
         if master >= 0:
             os.setsid()  # a terminal's shell leads its session (the engine lowers that session's scheduling group)
         else:
@@ -616,7 +626,9 @@ class Warden:
             except OSError:
                 same = False
             if not same and os.path.exists("/" + rel):
-                _move_mount(_open_tree(self.lower, target, OPEN_TREE_CLONE | os.O_CLOEXEC), "/" + rel)
+                # the image's folder as this check sees it (bound above), onto the episode's /bin, or onto the folder
+                # its /bin now links to; one that cannot take it (a file) fails the check's start
+                _move_mount(_open_tree(AT_FDCWD, "/" + target, OPEN_TREE_CLONE | os.O_CLOEXEC), "/" + rel, follow=True)
         for rel in self.masked:  # absent from the image, made by the episode: empty (the device the sandbox binds)
             if os.path.isdir("/" + rel):
                 raise RuntimeError(f"/{rel} is a directory")
@@ -625,69 +637,6 @@ class Warden:
         for rel in self.masked_dirs:
             if os.path.isdir("/" + rel):
                 _mount("agentbench-empty", "/" + rel, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NOEXEC | MS_NODEV, "size=4k,mode=0755")
-
-    # -- 4: the task's processes, and none of the model's while checks run ----------------------------------
-    def _episode_pids(self):
-        """Host pids of the episode's processes but the keeper, bubblewrap and this warden: the episode's
-        cgroup when there is one (a file read), else a scan of the sandbox's pid namespace."""
-        pids = None
-        for path in self.cfg["cgroup_procs"][:1]:
-            try:
-                with open(path) as f:
-                    pids = [int(x) for x in f.read().split()]
-            except (OSError, ValueError):
-                pids = None
-        if pids is None:
-            pids = self.sandbox_pids()
-        skip = {self.keeper, self.bwrap_pid, os.getpid()}
-        return [p for p in pids if p not in skip]
-
-    def _running(self, pids):
-        """{pid: start time} of those of ``pids`` that are running (not ended, not zombies)."""
-        out = {}
-        for pid in pids:
-            state = _proc_state(pid)
-            if state is not None and state[0] not in "ZX":
-                out[pid] = state[1]
-        return out
-
-    def mark_task(self):
-        """Remember the processes running now, after the task's init and start (the agent's shell among them):
-        they are kept, stopped, through the checks, which may count them (as upstream's checks, run beside the
-        agent's shell, counted it)."""
-        self.task_procs = self._running(self._episode_pids())
-        return len(self.task_procs)
-
-    def purge(self, keep, timeout=5.0):
-        """Before a check: stop the task's processes and the agent's login shell (``keep``) — SIGSTOP: still
-        there to be counted, doing nothing — and SIGKILL every other process of the episode, until none is left
-        running. Returns (killed, stopped, clean); not clean if something still ran after ``timeout`` seconds."""
-        import time  # noqa: PLC0415 - once an episode, not at every warden's start
-
-        kept = {**self.task_procs, **self._running(keep)}
-        deadline = time.monotonic() + timeout
-        killed, stopped = set(), set()
-        while True:
-            pending = []
-            for pid in self._episode_pids():
-                state = _proc_state(pid)
-                if state is None or state[0] in "ZX":
-                    continue
-                if kept.get(pid) == state[1]:
-                    if state[0] not in "Tt":
-                        self.kill([pid], signal.SIGSTOP)
-                        stopped.add(pid)
-                        pending.append(pid)
-                else:
-                    self.kill([pid], signal.SIGKILL)
-                    killed.add(pid)
-                    pending.append(pid)
-            self.reap()
-            if not pending:
-                return len(killed), len(stopped), True
-            if time.monotonic() > deadline:
-                return len(killed), len(stopped), False
-            select.select([], [], [], 0.001)
 
     def kill(self, pids, sig):
         for pid in pids:
@@ -764,23 +713,8 @@ class Warden:
                     victims = [p for p in self.sandbox_pids() if p not in keep]
                     self.kill(victims, signal.SIGKILL)
                     _send(self.sock, {"killed": len(victims), "id": msg.get("id")})
-                elif op == "mark_task":
-                    _send(self.sock, {"marked": self.mark_task(), "id": msg.get("id")})
-                elif op == "purge":
-                    killed, stopped, clean = self.purge(msg["keep"])
-                    _send(self.sock, {"purged": clean, "counts": [killed, stopped], "id": msg.get("id")})
                 elif op == "exit":
                     return
-
-
-def _proc_state(pid):
-    """(state letter, start time) of a process from /proc/<pid>/stat, else None (gone)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            fields = f.read().rsplit(b")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-    return fields[0].decode(), fields[19]
 
 
 def _start_mapper(idmap):

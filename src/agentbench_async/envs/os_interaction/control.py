@@ -24,6 +24,7 @@ from .process import off_loop
 
 WARDEN = Path(__file__).with_name("_warden.py")
 WARDEN_PATH_ENV = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+PID1_EXITED = "the sandbox's pid 1 exited"  # why a channel closed when the sandbox, not its warden, ended
 
 
 class WardenChannel:
@@ -51,16 +52,16 @@ class WardenChannel:
             self._finish("the warden exited")
             return
         msg = marshal.loads(data)
-        for kind in ("spawned", "exited", "killed", "marked", "purged", "ready", "error", "sandbox_exited"):
+        for kind in ("spawned", "exited", "killed", "ready", "error", "sandbox_exited"):
             if kind in msg:
-                key = (kind, msg.get("id") if kind in ("killed", "marked", "purged") else (msg[kind] if kind in ("spawned", "exited") else None))
+                key = (kind, msg.get("id") if kind == "killed" else (msg[kind] if kind in ("spawned", "exited") else None))
                 waiter = self._waiters.pop(key, None)
                 if waiter is not None and not waiter.done():
                     waiter.set_result((msg, fds))
                 else:
                     self._early[key] = (msg, fds)
                 if kind in ("error", "sandbox_exited"):
-                    self._finish(msg.get("error") or "the sandbox's pid 1 exited")
+                    self._finish(msg.get("error") or PID1_EXITED)
                 return
 
     def _finish(self, why: str) -> None:

@@ -8,15 +8,18 @@ through a pipe on fd 3, never argv: an answer of any length or content reaches t
 
 The comparison checks (``check/integer-match.py`` and the other named ``check/*.py`` files: functions of the
 answer and the example's output alone) are evaluated by the engine (:func:`.scripts.compare`), without a
-process. Before each check that is a process, every process of the episode is killed but pid 1, the task's
-own (running after its init and start) and the agent's login shell, which are stopped (checks may count
-them, as upstream's ran beside the agent's shell) (:meth:`.Sandbox.purge`): no racer, freezer or listener of
-the model's runs while a check does. Checks then run with the pristine
-image's tools — executables, libraries, the loader's files, NSS, Python's standard library and site, shell
+process. An answer task's example (the ``null`` check step: what the answer is compared with) runs before the
+model's first turn, on the state the task set up (:func:`run_example`): what the model does to the files cannot
+change the expected answer. Before the first check that is a process, every process of the episode is frozen as a
+group (:meth:`.Sandbox.stop_model`: a cgroup freezer, which no process inside can undo and which stops every
+thread; they are still there to be counted, as upstream's checks ran beside the agent's shell); the checks run in
+a sibling cgroup with a budget of their own, and what one leaves running is killed before the next. Checks run with
+the pristine image's tools — executables, libraries, the loader's files, NSS, Python's standard library and site, shell
 start-up files (``_warden.TOOL_DIRS``) — over the episode's state, always: replacing ``bash``, ``python3``,
 libc, ``sitecustomize``, an NSS module or anything on ``PATH`` does not change a verdict. A check that does
 not finish (a timeout), or that the episode's state keeps from starting, fails the episode (the model's
-failure, score 0, the reason stored), never ``env_error``.
+failure, score 0, the reason stored), never ``env_error``: also when the sandbox ended during the model's turns
+(its pid 1 is gone). ``env_error`` is left for what happens before the first turn or to the host (the warden).
 """
 
 from __future__ import annotations
@@ -25,7 +28,6 @@ import asyncio
 import contextlib
 import os
 import re
-from collections.abc import Set as AbstractSet
 from typing import Any
 
 from ...errors import EnvError
@@ -167,38 +169,82 @@ def match_answer(spec: dict[str, Any], answer: str | None) -> bool:
     return re.search(spec["regex"], answer) is not None
 
 
+def needs_example(data: dict[str, Any]) -> bool:
+    """Whether grading the task compares with its example's output (a ``null`` check step)."""
+    return "check" in data and None in data["check"]
+
+
+async def run_example(sandbox: Sandbox, data: dict[str, Any], timeout: float) -> tuple[int, str]:
+    """The task's example on the state its init and ``start`` set up, before the model's first turn, run as a check
+    (the image's tools, the checks' cgroup): (exit code, output), what the ``null`` check steps compare with.
+    Upstream ran it after the agent, on what the agent left (a model that deletes the files it is asked to count
+    and answers 0 passed); no official example reads its parameters, so it gets none."""
+    try:
+        return await run_script(sandbox, data["example"], [], timeout, check=True)
+    finally:
+        await sandbox.clear_checks()
+
+
+def _stopped_early(sandbox: Sandbox, exc: EnvError) -> str:
+    """Why a check could not run in a sandbox that is gone or failing; raises ``exc`` when that is the host's doing
+    (its warden ended, not its pid 1)."""
+    if sandbox.running():
+        return str(exc)[:400]  # the warden is there: the episode's state kept the check from starting
+    if sandbox.ended_by_episode():
+        return "the sandbox ended (its pid 1 exited) before the checks"
+    raise exc
+
+
 async def grade(
-    sandbox: Sandbox | None, data: dict[str, Any], answer: str | None, timeout: float, *, keep: AbstractSet[int] = frozenset()
+    sandbox: Sandbox | None, data: dict[str, Any], answer: str | None, timeout: float, *, expected: tuple[int, str] | None = None
 ) -> tuple[bool, dict[str, Any]]:
     """The task's verdict for ``answer`` (``None`` after ``finish``), plus details for the store. A ``match``
-    task needs no sandbox. ``keep``: the agent's shell (host pids), stopped rather than killed before checks.
-    Raises ``EnvError`` only for what the model cannot cause (the sandbox is gone)."""
+    task needs no sandbox. ``expected``: what :func:`run_example` gave before the first turn (the ``null`` steps
+    use it; without it the example runs now, as upstream's did). Raises ``EnvError`` only for what the model cannot
+    cause (the sandbox's warden is gone)."""
     if "match" in data:
         return match_answer(data["match"], answer), {}
     if sandbox is None:
         raise EnvError("os: the episode's checks need its sandbox, which was never started")
-    params = [str(answer)]
+    stopped: list[bool] = []
+    try:
+        return await _run_checks(sandbox, data, str(answer), timeout, expected, stopped)
+    finally:
+        if stopped and sandbox.running():
+            await sandbox.resume_model()  # the verdict is in: a session that goes on (tests) finds its processes running
+
+
+async def _run_checks(
+    sandbox: Sandbox, data: dict[str, Any], answer: str, timeout: float, expected: tuple[int, str] | None, stopped: list[bool]
+) -> tuple[bool, dict[str, Any]]:
+    params = [answer]
     details: dict[str, Any] = {}
     for i, step in enumerate(data["check"]):
+        if step is None and expected is not None:
+            code, output = expected
+            if code != 0:
+                return False, {**details, "failed_check": i, "reason": f"the example exited {code} before the first turn", "check_output": output[-400:]}
+            params.append(output)
+            continue
         script = data["example"] if step is None else step
         if script["language"] == "compare":  # a pure function of the parameters: decided here, no process
             if not compare(script["code"], params):
                 return False, {**details, "failed_check": i, "check_output": ""}
             params.append("")  # what the script prints: nothing
             continue
-        # before each check (a kept process resumed by the kernel, an orphaned group's SIGCONT, is stopped again)
-        killed, stopped, clean = await sandbox.purge(keep)
-        if "purge" not in details:
-            details["purge"] = {"killed": killed, "stopped": stopped}
-        if not clean:
-            return False, {**details, "failed_check": i, "reason": "processes of the episode could not be stopped before the checks"}
         try:
-            code, output = await run_script(sandbox, script, params, timeout, check=True)
+            if not stopped:  # the model's turns are over: its processes frozen as a group (or killed) before any check
+                stopped.append(True)
+                why = await sandbox.stop_model()
+                if why is not None:
+                    return False, {**details, "failed_check": i, "reason": why}
+            try:
+                code, output = await run_script(sandbox, script, params, timeout, check=True)
+            finally:
+                if sandbox.running():
+                    await sandbox.clear_checks()
         except EnvError as exc:
-            if not sandbox.running():
-                raise
-            # the warden is there, the check could not start in the episode's state (a tool path it wrecked)
-            return False, {**details, "failed_check": i, "reason": str(exc)[:400]}
+            return False, {**details, "failed_check": i, "reason": _stopped_early(sandbox, exc)}
         if code == -1:
             return False, {**details, "failed_check": i, "reason": f"check {i} did not finish within {timeout:g} s", "check_output": output[-400:]}
         if code != 0:

@@ -11,6 +11,7 @@ limit needs ``CAP_SYS_RESOURCE`` on the host: without it the sandbox gets the en
 
 from __future__ import annotations
 
+import contextlib
 import resource
 import sys
 from dataclasses import dataclass
@@ -31,6 +32,12 @@ class Limits:
     cpu_seconds: int = 600  # RLIMIT_CPU of every sandbox process
     nofile: int = DOCKER_NOFILE  # std-004-Q09 needs more than 123321
     shm_mb: int = 64  # /dev/shm (Docker's default size)
+
+    @property
+    def sandbox_mb(self) -> int:
+        """What one live sandbox may hold of the host's memory: its processes' limit and its in-memory files (the
+        disk and /dev/shm are tmpfs, which no out-of-memory kill frees while the sandbox lives)."""
+        return self.memory_mb + self.disk_mb + self.shm_mb
 
 
 def _can_raise_hard_limits(status: Path = Path("/proc/self/status")) -> bool:
@@ -75,3 +82,44 @@ def warn_nofile_shortfall(wanted: int = DOCKER_NOFILE) -> None:
     if note is not None and wanted not in _warned_nofile:
         _warned_nofile.add(wanted)
         print(f"warning: {note}", file=sys.stderr, flush=True)
+
+
+# the share of the host's memory the live sandboxes may hold together (the engine, its writer and the other
+# environments' servers keep the rest)
+HOST_MEMORY_SHARE = 0.75
+
+
+def host_memory_mb(meminfo: Path = Path("/proc/meminfo"), self_cgroup: Path = Path("/proc/self/cgroup"),
+                   cgroup_root: Path = Path("/sys/fs/cgroup")) -> int:  # fmt: skip
+    """The memory this process's sandboxes live in: the host's (``MemTotal``), or less where the engine's own memory
+    cgroup (v1 ``memory.limit_in_bytes`` or v2 ``memory.max``) is limited to less."""
+    total = 1 << 62
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        for line in meminfo.read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                total = int(line.split()[1]) << 10
+    with contextlib.suppress(OSError, ValueError):
+        for line in self_cgroup.read_text().splitlines():
+            _, ctrls, path = line.split(":", 2)
+            for folder, name in ((cgroup_root / "memory" / path.lstrip("/"), "memory.limit_in_bytes"),
+                                 (cgroup_root / path.lstrip("/"), "memory.max")):  # fmt: skip
+                if ("memory" in ctrls.split(",") or ctrls == "") and (folder / name).is_file():
+                    text = (folder / name).read_text().strip()
+                    if text.isdigit():
+                        total = min(total, int(text))
+    return total >> 20
+
+
+def sandboxes_within_host(limits: Limits, wanted: int, ahead: int = 0, host_mb: int | None = None) -> tuple[int, str | None]:
+    """How many sandboxes may live at once (of ``wanted``, beside ``ahead`` made in advance) so that together they
+    hold at most :data:`HOST_MEMORY_SHARE` of the host's memory, and one line saying so when that is fewer."""
+    host = host_memory_mb() if host_mb is None else host_mb
+    fits = int(host * HOST_MEMORY_SHARE) // max(1, limits.sandbox_mb) - ahead
+    if fits >= wanted:
+        return wanted, None
+    allowed = max(1, fits)
+    return allowed, (
+        f"os: {allowed} sandboxes at once, not {wanted}: each may hold {limits.sandbox_mb:,} MiB (memory_mb + disk_mb + "
+        f"shm_mb), and together they are kept under {HOST_MEMORY_SHARE:.0%} of this host's {host:,} MiB; lower "
+        f"os.memory_mb or os.disk_mb to run more at once"
+    )

@@ -15,8 +15,9 @@ a reduced capability set, the seccomp filter, a private ``/dev`` (read-only boun
 urandom/tty, a devpts instance, a size-limited ``/dev/shm``) and read-only ``/proc/sys``. Every later process
 (the agent's shell, init and check scripts) is forked by the warden straight into those namespaces, with
 the same capabilities and filter; no helper binary from the sandbox's writable root ever runs with more
-privilege than the agent. All of them live in the episode's cgroup (memory, pids) when the host delegates
-those controllers, else under rlimits (see ``_Cgroups``).
+privilege than the agent. They live in the episode's cgroup (memory, pids, freezer) when the host delegates
+those controllers, else under rlimits (see ``_Cgroups``); the task's example and check scripts in the checks'
+sibling cgroup, while the episode's is frozen (:meth:`Sandbox.stop_model`).
 """
 
 from __future__ import annotations
@@ -28,14 +29,13 @@ import shutil
 import signal
 import tempfile
 import uuid
-from collections.abc import Set as AbstractSet
 from pathlib import Path
 from typing import Any
 
 from ...errors import EnvError, EnvUnavailableError
 from .cgroups import Cgroups as _Cgroups
-from .cgroups import counter, read_pids
-from .control import RemoteProcess, WardenChannel, take_warden
+from .cgroups import counter, kill_dirs
+from .control import PID1_EXITED, RemoteProcess, WardenChannel, take_warden
 from .idmap import ID_COUNT, OWNER_BASE, OWNER_COUNT, ROOT_ID_BASE, IdMap, host_idmap
 from .limits import Limits
 from .process import kill_process_group, off_loop
@@ -131,20 +131,22 @@ def _sweep_stale(tmp: Path | None = None, cgroup_root: Path = Path("/sys/fs/cgro
         for top in [cgroup_root, *[p for p in cgroup_root.iterdir() if p.is_dir()]]:
             for own in _own_cgroup_dirs(top):
                 candidates += list(own.glob(_STATE_PREFIX + "*"))
+    stale = []
     for path in candidates:
         tag = path.name.removeprefix(_STATE_PREFIX).split("-", 1)[0]
         pid, _, _start = tag.partition(".")
-        if not pid.isdigit() or _process_tag(int(pid)) == tag:
-            continue  # a live engine's (or not ours)
-        if path.is_dir() and str(path).startswith(str(cgroup_root)):
-            for victim in read_pids(path):
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(victim, signal.SIGKILL)
-            with contextlib.suppress(OSError):
-                path.rmdir()
-        else:
-            with contextlib.suppress(OSError):
-                path.rmdir()  # an empty mount point: the tmpfs went with its mount namespace
+        if pid.isdigit() and _process_tag(int(pid)) != tag:  # else a live engine's (or not ours)
+            stale.append(path)
+    cgroups = [p for p in stale if p.is_dir() and str(p).startswith(str(cgroup_root))]
+    # a frozen episode's processes die only once thawed (v1): killed by the group, the freezers' folders first
+    frozen = [p for p in cgroups if (p / "freezer.state").exists() or (p / "cgroup.freeze").exists()]
+    for path in frozen:
+        kill_dirs([path], path, 1.0)
+    if cgroups:
+        kill_dirs([p for p in cgroups if p not in frozen], None, 1.0)
+    for path in stale:  # cgroups, and the empty mount points (the tmpfs went with its mount namespace)
+        with contextlib.suppress(OSError):
+            path.rmdir()
 
 
 def _own_cgroup_dirs(top: Path) -> list[Path]:
@@ -153,7 +155,7 @@ def _own_cgroup_dirs(top: Path) -> list[Path]:
     with contextlib.suppress(OSError):
         for line in Path("/proc/self/cgroup").read_text().splitlines():
             _, ctrls, path = line.split(":", 2)
-            if (top.name == "cgroup" and ctrls == "") or top.name in ctrls.split(","):
+            if (top.name in ("cgroup", "unified") and ctrls == "") or top.name in ctrls.split(","):
                 out.append(top / path.lstrip("/"))
     return out
 
@@ -210,7 +212,8 @@ class Sandbox:
             config = {
                 "lower": str(self.root), "state_dir": self._state_dir,
                 "disk_mb": self.limits.disk_mb, "shm_mb": self.limits.shm_mb,
-                "cgroup_procs": self._cgroups.procs_files, "seccomp": filter_program().hex(),
+                "cgroup_procs": self._cgroups.procs_files, "check_procs": self._cgroups.checks.procs_files,
+                "seccomp": filter_program().hex(),
                 "caps": list(CAPS), "hostname": HOSTNAME, "path": SANDBOX_PATH, "bwrap": _host_tool("bwrap"),
                 "setgroups": self.idmap.setgroups, "nofile": self.limits.nofile, "idmap": self.idmap.config(),
                 "owners": (OWNER_BASE, OWNER_COUNT) if os.geteuid() == 0 else None,
@@ -220,6 +223,7 @@ class Sandbox:
             msg, _ = await asyncio.wait_for(ready, timeout=30)
             self.keeper_pid = int(msg["keeper"])
             self._keep = {self.keeper_pid, int(msg["bwrap"]), self._warden.pid}
+            _protect_from_oom(self.keeper_pid, int(msg["bwrap"]))
         except (asyncio.TimeoutError, EnvError, OSError, ValueError, KeyError) as exc:
             why = await self._failure(exc)
             await self.close()
@@ -337,18 +341,39 @@ class Sandbox:
             raise EnvError(f"os: the sandbox's warden did not answer {op} within {timeout:g} s") from None
         return msg
 
-    async def mark_task_processes(self) -> int:
-        """Remember the processes running now (after the task's init and start: the task's and the agent's
-        shell): a :meth:`purge` stops them instead of killing them. Returns how many there are."""
-        return int((await self._request("mark_task", "marked", 30))["marked"])
+    @property
+    def freezable(self) -> bool:
+        """Whether the episode's processes can be frozen as a group (a cgroup freezer); else they are killed."""
+        return self._cgroups is not None and self._cgroups.freezer is not None
 
-    async def purge(self, keep: AbstractSet[int] = frozenset()) -> tuple[int, int, bool]:
-        """Before a check: every process of the episode is killed but pid 1 and those marked or in ``keep`` (the
-        agent's current shell), which are stopped: nothing the model started runs beside a check. Returns
-        (killed, stopped, whether nothing is left running)."""
-        msg = await self._request("purge", "purged", 30, keep=sorted(keep))
-        killed, stopped = msg["counts"]
-        return int(killed), int(stopped), bool(msg["purged"])
+    async def stop_model(self) -> str | None:
+        """At the end of the model's turns, before the first check: every process of the episode frozen as a group
+        (nothing inside can thaw it; processes a check counts are still there), or, without a freezer, every one but
+        pid 1 killed. Returns why that could not be done (a process that stays in an uninterruptible wait), else None."""
+        if self._cgroups is not None and self._cgroups.freezer is not None:
+            if await off_loop(self._cgroups.freeze):
+                return None
+            return "the episode's processes could not be frozen before the checks"
+        await self.kill_all_but(set())
+        return None
+
+    async def resume_model(self) -> None:
+        """Thaw the episode's processes (after its checks: only a session that goes on needs them running)."""
+        if self._cgroups is not None and self._cgroups.freezer is not None:
+            await off_loop(self._cgroups.thaw)
+
+    async def clear_checks(self) -> None:
+        """After a check: whatever it left running (its cgroup killed by the group; without one, every process of
+        the sandbox but pid 1, the model's being gone already) so the next check starts alone."""
+        if self._cgroups is not None and self._cgroups.checks.dirs:
+            await off_loop(self._cgroups.checks.kill)
+        elif not self.freezable:
+            await self.kill_all_but(set())
+
+    def ended_by_episode(self) -> bool:
+        """Whether the sandbox ended because its pid 1 did (the episode's memory, or its processes, took it down:
+        the model's doing) rather than its warden (the host's)."""
+        return self._channel is not None and self._channel.closed.done() and self._channel.closed.result() == PID1_EXITED
 
     async def kill(self, pids: list[int], sig: int = signal.SIGKILL) -> None:
         """Signal processes of the sandbox (host pids); the warden does it, it may where the engine may not."""
@@ -404,12 +429,25 @@ class Sandbox:
         channel, self._channel = self._channel, None
         if channel is not None:
             channel.close()
+        if self._cgroups is not None and self._cgroups.freezer is not None:
+            # by the group: a frozen process (v1) dies only once thawed, and pid 1 cannot end before the others
+            with contextlib.suppress(Exception):
+                await off_loop(self._cgroups.kill)
         warden, self._warden = self._warden, None
         if warden is not None:  # bubblewrap dies with it, and every process inside with pid 1
             await kill_process_group(warden, timeout=10)
         with contextlib.suppress(Exception):
             await off_loop(self._cleanup)
         self.keeper_pid = 0
+
+
+def _protect_from_oom(*pids: int) -> None:
+    """Never the OOM killer's choice: the sandbox's pid 1 and bubblewrap's monitor (whose end ends it), so an episode
+    that fills its memory loses its own processes, not its sandbox. Needs CAP_SYS_RESOURCE on the host (root); an
+    ordinary user's engine leaves them as they are (a sandbox that ends then is the model's failure, see grading)."""
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            Path(f"/proc/{pid}/oom_score_adj").write_text("-1000")
 
 
 def _namespace_pids(member: int) -> list[int]:
