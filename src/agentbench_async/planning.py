@@ -45,25 +45,25 @@ _ASSUMED_SHARE_OF_CAP = 0.5  # without earlier files: an episode is assumed to u
 
 
 @dataclass
-class Counter_:
+class TokenCounter:
     """How tokens are counted: ``how`` says it in words (tiktoken, calibrated, estimate)."""
 
     how: str
     count: Callable[[str], int]
 
 
-def token_counter(model: ModelConfig, calibration: dict[str, float], chars_per_token: float | None) -> Counter_:
+def token_counter(model: ModelConfig, calibration: dict[str, float], chars_per_token: float | None) -> TokenCounter:
     """tiktoken (when installed, for OpenAI-style models), else the calibrated ratio of ``model``, else the estimate."""
     if chars_per_token is None and model.provider != "anthropic":
         encoding = _tiktoken(model.model_id)
         if encoding is not None:
-            return Counter_(f"tiktoken {encoding.name}", lambda text: len(encoding.encode(text, disallowed_special=())))
+            return TokenCounter(f"tiktoken {encoding.name}", lambda text: len(encoding.encode(text, disallowed_special=())))
     if chars_per_token is None and model.name in calibration:
         ratio = calibration[model.name]
-        return Counter_(f"calibrated from --from: {ratio:.2f} characters a token", lambda text: math.ceil(len(text) / ratio))
+        return TokenCounter(f"calibrated from --from: {ratio:.2f} characters a token", lambda text: math.ceil(len(text) / ratio))
     ratio = chars_per_token or DEFAULT_CHARS_PER_TOKEN
     given = "--chars-per-token" if chars_per_token else "no tokenizer installed, no --from file of this model"
-    return Counter_(f"estimate: {ratio:g} characters a token ({given})", lambda text: math.ceil(len(text) / ratio))
+    return TokenCounter(f"estimate: {ratio:g} characters a token ({given})", lambda text: math.ceil(len(text) / ratio))
 
 
 def _tiktoken(model_id: str) -> Any:
@@ -344,7 +344,7 @@ def _text(first: _First) -> str:
     return "".join(p if isinstance(p, str) else json.dumps(p) for p in parts)
 
 
-def _row(cfg: RunConfig, model: ModelConfig, env: Environment, firsts: list[_First], counter: Counter_, shape: Shape | None) -> Row:
+def _row(cfg: RunConfig, model: ModelConfig, env: Environment, firsts: list[_First], counter: TokenCounter, shape: Shape | None) -> Row:
     cap = type(env).turn_cap(cfg.action_mode)
     cap = min(cap, env.max_turns)
     tokens = [(counter.count(_text(f)), f.repeats) for f in firsts]

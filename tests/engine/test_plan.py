@@ -86,3 +86,22 @@ async def test_plan_tells_os_and_db_first_requests_without_a_sandbox_or_database
     plan = await make_plan(cfg, calibrate_from=[])
     assert [(r.env, r.episodes) for r in plan.rows] == [("os", OSEnvironment().count("test")), ("db", DBEnvironment().count("test"))]
     assert all(r.first_tokens_max > 100 and r.first_request_bytes_max > 0 and not math.isnan(r.expected_tokens) for r in plan.rows)
+
+
+def test_a_local_tokenizer_counts_when_installed(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+    import types
+
+    class _Encoding:  # tiktoken's Encoding as plan uses it: a name, encode()
+        name = "o200k_base"
+
+        def encode(self, text: str, disallowed_special: tuple[()] = ()) -> list[int]:
+            return list(range(len(text.split())))  # a token a word
+
+    fake = types.ModuleType("tiktoken")
+    fake.encoding_for_model = lambda model: _Encoding()  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "tiktoken", fake)
+    counter = token_counter(ModelConfig(name="gpt-4o"), {"gpt-4o": 3.0}, None)
+    assert counter.how == "tiktoken o200k_base" and counter.count("three words here") == 3  # before calibration
+    # Anthropic's tokenizer is not tiktoken's: calibration (or the estimate) counts its models
+    assert token_counter(ModelConfig(name="claude", provider="anthropic"), {}, None).how.startswith("estimate")
