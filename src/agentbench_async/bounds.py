@@ -160,6 +160,11 @@ def _shape_error(path: Path | str, event: Any, problem: str, what: str) -> NoRet
 ERROR_LINE_CHARS = 900  # the most an error line echoes (with "error: ", under 1 KB of ASCII)
 
 
+def shown(value: object, limit: int = 100) -> str:
+    """``value`` as an error message echoes it: its repr, at most ``limit`` characters (``excerpt``)."""
+    return excerpt(repr(value), limit)
+
+
 def excerpt(text: str, limit: int = 80) -> str:
     """``text`` as an error message may echo it: at most ``limit`` characters, the middle cut out (`` … ``) so the start
     and the end stay (a message names the input first and the fix last)."""

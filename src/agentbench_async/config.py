@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from .bounds import DEFAULT_MAX_RESPONSE_BYTES, check_http_url, load_yaml, read_config_text, redact_url
+from .bounds import DEFAULT_MAX_RESPONSE_BYTES, check_http_url, load_yaml, read_config_text, redact_url, shown
 from .differences import deciding_model_fields
 from .distributed import RaySettings, ray_settings
 from .envs import ENV_NAMES, available_envs, env_class, plugin_envs
@@ -177,7 +177,7 @@ def model_from_dict(raw: Any, where: str) -> ModelConfig:
         raise ConfigError(f"{where}: expected a mapping with at least 'name'")
     unknown = sorted(set(raw) - set(_MODEL_FIELDS))
     if unknown:
-        raise ConfigError(f"{where}: unknown field {unknown[0]!r} (known: {', '.join(sorted(_MODEL_FIELDS))})")
+        raise ConfigError(f"{where}: unknown field {shown(unknown[0])} (known: {', '.join(sorted(_MODEL_FIELDS))})")
     if not raw.get("name"):
         raise ConfigError(f"{where}: 'name' is required")
     if "api_key" in raw:
@@ -193,52 +193,52 @@ def model_from_dict(raw: Any, where: str) -> ModelConfig:
 def _check_model(cfg: ModelConfig, where: str) -> None:
     """Every field of a model: its type, range or choices, one line naming the field and what is valid."""
     if cfg.provider not in PROVIDERS:
-        raise ConfigError(f"{where}.provider: {cfg.provider!r} is not one of {', '.join(PROVIDERS)}")
+        raise ConfigError(f"{where}.provider: {shown(cfg.provider)} is not one of {', '.join(PROVIDERS)}")
     for name in ("name", "model", "api_key_env", "anthropic_version"):
         value = getattr(cfg, name)
         if value is not None and (not isinstance(value, str) or not value.strip()):
-            raise ConfigError(f"{where}.{name}: expected a non-empty string, got {value!r}")
+            raise ConfigError(f"{where}.{name}: expected a non-empty string, got {shown(value)}")
     for name, minimum in (("max_tokens", 1), ("max_in_flight", 1), ("max_connections", 1), ("max_retries", 0), ("max_same_failures", 0)):
         if name == "max_in_flight" and cfg.max_in_flight == "auto":
             continue
         if not _is_int(getattr(cfg, name), minimum):
             kind = ("a positive integer or auto" if name == "max_in_flight" else "a positive integer") if minimum else "an integer >= 0"
-            raise ConfigError(f"{where}.{name}: expected {kind}, got {getattr(cfg, name)!r}")
+            raise ConfigError(f"{where}.{name}: expected {kind}, got {shown(getattr(cfg, name))}")
     for name in ("rpm", "tpm", "context_window"):
         value = getattr(cfg, name)
         if name != "context_window" and value == "auto":
             continue  # the server's reported limit (the same as leaving it out)
         if value is not None and not _is_int(value, 1):
             also = " or auto (the limit the server reports)" if name != "context_window" else ""
-            raise ConfigError(f"{where}.{name}: expected a positive integer{also} or nothing, got {value!r}")
+            raise ConfigError(f"{where}.{name}: expected a positive integer{also} or nothing, got {shown(value)}")
     for name, above, what in (("timeout", True, "seconds > 0"), ("rate_window_s", True, "seconds > 0"),
                               ("retry_backoff_s", False, "seconds >= 0"), ("retry_backoff_max_s", False, "seconds >= 0"),
                               ("retry_after_max_s", False, "seconds >= 0 (the longest pause a Retry-After gets)")):  # fmt: skip
         if not _is_number(getattr(cfg, name), 0, above=above):
-            raise ConfigError(f"{where}.{name}: expected {what}, got {getattr(cfg, name)!r}")
+            raise ConfigError(f"{where}.{name}: expected {what}, got {shown(getattr(cfg, name))}")
     _check_temperature(cfg, where)
     for name in ("task_header", "prompt_caching"):
         if not isinstance(getattr(cfg, name), bool):
-            raise ConfigError(f"{where}.{name}: expected true or false, got {getattr(cfg, name)!r}")
+            raise ConfigError(f"{where}.{name}: expected true or false, got {shown(getattr(cfg, name))}")
     _check_request_fields(cfg, where)
     if cfg.base_url is not None:
         check_http_url(cfg.base_url, f"{where}.base_url")
     if not isinstance(cfg.max_response_bytes, int) or isinstance(cfg.max_response_bytes, bool) or cfg.max_response_bytes < 1024:
         raise ConfigError(f"{where}.max_response_bytes: expected the largest response body to read, in bytes (>= 1024; default "
-                          f"{DEFAULT_MAX_RESPONSE_BYTES:,}), got {cfg.max_response_bytes!r}")  # fmt: skip
+                          f"{DEFAULT_MAX_RESPONSE_BYTES:,}), got {shown(cfg.max_response_bytes)}")  # fmt: skip
     cfg.check(where)  # reasoning fields, Anthropic thinking constraints, proxy/CA fields
     if batch_settings(cfg.batch, where) is not None and cfg.provider == "azure":
         raise ConfigError(f"{where}.batch: Azure OpenAI's batch API is not supported; remove batch (direct calls)")
     if cfg.api_version is not None and (not isinstance(cfg.api_version, str) or not cfg.api_version.strip()):
-        raise ConfigError(f"{where}.api_version: expected Azure's api-version as text (e.g. 2024-10-21), got {cfg.api_version!r}")
+        raise ConfigError(f"{where}.api_version: expected Azure's api-version as text (e.g. 2024-10-21), got {shown(cfg.api_version)}")
     for name in ("price_in", "price_out", "price_cached_in", "price_cache_write"):
         value = getattr(cfg, name)
         if value is not None and not _is_number(value, 0):
-            raise ConfigError(f"{where}.{name}: expected USD per 1M tokens (a number >= 0), got {value!r}")
+            raise ConfigError(f"{where}.{name}: expected USD per 1M tokens (a number >= 0), got {shown(value)}")
     cap_value(cfg.max_cost, f"{where}.max_cost", whole=False)
     cap_value(cfg.max_total_tokens, f"{where}.max_total_tokens", whole=True)
     if not _is_number(cfg.batch_discount, 0) or cfg.batch_discount > 1:
-        raise ConfigError(f"{where}.batch_discount: expected the share a batch request saves, 0 to 1 (0.5 = half price), got {cfg.batch_discount!r}")
+        raise ConfigError(f"{where}.batch_discount: expected the share a batch request saves, 0 to 1 (0.5 = half price), got {shown(cfg.batch_discount)}")
 
 
 # The temperature each provider accepts (OpenAI's API reference: 0 to 2; Anthropic's Messages API: 0 to 1).
@@ -251,18 +251,18 @@ def _check_temperature(cfg: ModelConfig, where: str) -> None:
     top = TEMPERATURE_RANGES.get(cfg.provider, 2.0)
     if cfg.temperature is not None and (not _is_number(cfg.temperature, 0) or cfg.temperature > top):
         raise ConfigError(f"{where}.temperature: expected a number from 0 to {top:g} ({cfg.provider}) or null (the server's "
-                          f"default), got {cfg.temperature!r}")  # fmt: skip
+                          f"default), got {shown(cfg.temperature)}")  # fmt: skip
 
 
 def _check_request_fields(cfg: ModelConfig, where: str) -> None:
     if not isinstance(cfg.extra_body, dict):
-        raise ConfigError(f"{where}.extra_body: expected a mapping of request fields (e.g. {{top_p: 0.9}}), got {cfg.extra_body!r}")
+        raise ConfigError(f"{where}.extra_body: expected a mapping of request fields (e.g. {{top_p: 0.9}}), got {shown(cfg.extra_body)}")
     replaced = [k for k in _REQUEST_CORE if k in cfg.extra_body]
     if replaced:
         raise ConfigError(f"{where}.extra_body.{replaced[0]}: extra_body adds fields to the request and may not replace "
                           f"{', '.join(_REQUEST_CORE)} (set 'model' as the model's own field)")  # fmt: skip
     if not isinstance(cfg.headers, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in cfg.headers.items()):
-        raise ConfigError(f"{where}.headers: expected a mapping of header names to text values, got {cfg.headers!r}")
+        raise ConfigError(f"{where}.headers: expected a mapping of header names to text values, got {shown(cfg.headers)}")
 
 
 def _is_int(value: Any, minimum: int) -> bool:
@@ -333,7 +333,7 @@ def load_config_file(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: expected a mapping of settings at the top level")
     unknown = sorted(set(raw) - _TOP_KEYS)
     if unknown:
-        raise ConfigError(f"{path}: unknown setting {unknown[0]!r} (known: {', '.join(sorted(_TOP_KEYS))})")
+        raise ConfigError(f"{path}: unknown setting {shown(unknown[0])} (known: {', '.join(sorted(_TOP_KEYS))})")
     return raw
 
 
@@ -358,7 +358,7 @@ def build_config(raw: dict[str, Any], *, where: str = "config") -> RunConfig:
         envs_raw = [e.strip() for e in envs_raw.split(",") if e.strip()]
     action_mode = raw.get("action_mode", "text")
     if not isinstance(envs_raw, (list, tuple)) or not all(isinstance(e, str) for e in envs_raw):
-        raise ConfigError(f"{where}: envs: expected environment names (a list or comma-separated), got {envs_raw!r}")
+        raise ConfigError(f"{where}: envs: expected environment names (a list or comma-separated), got {shown(envs_raw)}")
     every_env = not envs_raw or ALL_ENVS in (e.lower() for e in envs_raw)
     envs_raw = [env_named(e, f"{where}: envs") for e in envs_raw if e.lower() != ALL_ENVS]  # OS, Card_Game: as registered
     if every_env:  # every environment (in tools mode, every one with a tools mode: AgentBench FC defines no others)
@@ -368,23 +368,23 @@ def build_config(raw: dict[str, Any], *, where: str = "config") -> RunConfig:
     split = raw.get("split", "test")
     split = SPLIT_ALIASES.get(split, split) if isinstance(split, str) else split
     if split not in ("dev", "test"):
-        raise ConfigError(f"{where}: split {split!r} is not dev or test (std, AgentBench's name for test, is taken too)")
+        raise ConfigError(f"{where}: split {shown(split)} is not dev or test (std, AgentBench's name for test, is taken too)")
     if action_mode not in ("text", "tools"):
-        raise ConfigError(f"{where}: action_mode {action_mode!r} is not text or tools")
+        raise ConfigError(f"{where}: action_mode {shown(action_mode)} is not text or tools")
     if action_mode == "tools":
         for env in envs_raw:
             if not env_class(env).supports_tools:
-                raise ConfigError(f"{where}: environment {env!r} has no tools mode (AgentBench FC defines none); use --action-mode text")
+                raise ConfigError(f"{where}: environment {shown(env)} has no tools mode (AgentBench FC defines none); use --action-mode text")
     history = raw.get("history", AGENTBENCH_HISTORY)
     if history not in POLICY_NAMES:
-        raise ConfigError(f"{where}: history {history!r} is not one of {', '.join(POLICY_NAMES)}")
+        raise ConfigError(f"{where}: history {shown(history)} is not one of {', '.join(POLICY_NAMES)}")
     ints = {}
     for key, minimum in (("limit", 1), ("repeats", 1), ("max_concurrency", 1), ("seed", 0)):
         value = raw.get(key)
         if value is None:
             continue
         if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-            raise ConfigError(f"{where}: {key} must be an integer >= {minimum}, got {value!r}")
+            raise ConfigError(f"{where}: {key} must be an integer >= {minimum}, got {shown(value)}")
         ints[key] = value
     data_dir = Path(raw["data_dir"]).expanduser() if raw.get("data_dir") else None
     if data_dir is not None and not data_dir.is_dir():
@@ -452,7 +452,7 @@ def _spend_settings(raw: dict[str, Any], models: list[ModelConfig], judge: Model
         costed.append(("max_cost", judge))
     for what, model in costed:
         if model.price_in is None or model.price_out is None:
-            raise ConfigError(f"{where}: {what} needs the prices of model {model.name!r}: set price_in and price_out (USD per 1M "
+            raise ConfigError(f"{where}: {what} needs the prices of model {shown(model.name)}: set price_in and price_out (USD per 1M "
                               f"tokens) in its config, or --price {model.name}=IN,OUT")  # fmt: skip
     return settings
 
@@ -464,5 +464,5 @@ def _task_ids(raw: Any, where: str) -> tuple[str, ...] | None:
     if isinstance(raw, str):
         raw = [raw]
     if not isinstance(raw, (list, tuple)) or not raw or not all(isinstance(t, (str, int)) and str(t).strip() for t in raw):
-        raise ConfigError(f"{where}: task_ids: expected a list of task ids (agentbench envs --tasks ENV lists them), got {raw!r}")
+        raise ConfigError(f"{where}: task_ids: expected a list of task ids (agentbench envs --tasks ENV lists them), got {shown(raw)}")
     return tuple(dict.fromkeys(str(t).strip() for t in raw))
