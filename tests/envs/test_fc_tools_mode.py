@@ -287,3 +287,92 @@ async def test_kg_tools_mode_is_fcs_rendering_of_whole_episodes(official_data_di
         "unknown variable": ("invalid_format", "agent validation failed", "AGENT_VALIDATION_FAILED")}[script]
     if script == "answer":
         assert outcome.score == 1.0  # every oracle call ran, in order, between the failing ones
+
+
+# --------------------------------------------------------------------------------------------------- webshop
+def _fc_webshop(data_dir: Path, pages: list[tuple[str, Any]], steps: list[tuple[str, tuple[Any, ...]]],
+                session: ScriptedSession) -> tuple[list, Any]:
+    """FC's WebShop.sync_start_sample with its WebAgentTextEnv answering as our site did: the first page, then for each
+    action (which must be the one our site ran) the page after it."""
+    module = load_upstream(upstream_path(data_dir, FC, "src/server/tasks/webshop/task.py"), "webshop_fc")
+    shown = list(pages)
+
+    class Site:
+        def __init__(self, **kwargs: Any) -> None:
+            self.observation, self.available = shown.pop(0)
+
+        def reset(self, index: int) -> None:
+            pass
+
+        def get_available_actions(self) -> Any:
+            return self.available
+
+        def step(self, action: str) -> tuple[Any, ...]:
+            expected, (observation, available, reward, done) = steps.pop(0)
+            assert action == expected, (action, expected)
+            self.observation, self.available = observation, available
+            return observation, reward, done, {}
+
+        def close(self) -> None:
+            pass
+
+    module.WebAgentTextEnv = Site
+    module.AgentCancelledException = type("AgentCancelledException", (Exception,), {})
+    fc = object.__new__(module.WebShop)
+    fc.logger, fc.max_rounds, fc.server = logging.getLogger("fc"), 20, None
+    return fc_requests(fc.sync_start_sample, session, 0, session)
+
+
+WEBSHOP_SCRIPTS = {
+    # no call; a search with a second call FC leaves unanswered; a function FC does not know; unreadable arguments;
+    # then the reference purchase (product, options, Buy Now)
+    "buy": lambda ref: [
+        ModelReply(content="Let me think about the keywords."),
+        ModelReply(content="", tool_calls=[_call("s1", "search_action", {"keywords": ref["search"]}), _call("s2", "click_action", {"value": "Next >"})]),
+        ModelReply(content="", tool_calls=[_call("s3", "checkout", {})]),
+        ModelReply(content="", tool_calls=[_call("s4", "click_action", "{not json")]),
+        *[ModelReply(content="", tool_calls=[_call(f"c{i}", "click_action", {"value": v})]) for i, v in enumerate([ref["asin"], *ref["options"]])],
+        ModelReply(content="", tool_calls=[_call("b", "click_action", {"value": "Buy Now"})]),
+    ],
+    # twenty searches: FC's round limit
+    "limit": lambda ref: [ModelReply(content="", tool_calls=[_call(f"l{i}", "search_action", {"keywords": f"{ref['search']} {i}"})]) for i in range(20)],
+}
+
+
+@pytest.mark.parametrize("script", sorted(WEBSHOP_SCRIPTS))
+async def test_webshop_tools_mode_is_fcs_rendering_of_whole_episodes(official_data_dir: Path, script: str,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentbench_async.envs import make_env
+    from agentbench_async.envs.webshop.protocol import NOT_RUN, load_tool_texts
+    from agentbench_async.envs.webshop.session import WebShopSession
+
+    env = make_env("webshop")  # the built-in catalogue; FC's wording from the pulled files
+    shop = await asyncio.to_thread(env.shop)  # type: ignore[attr-defined]
+    task = next(iter(env.tasks("test")))
+    session = WebShopSession(shop, task, EpisodeContext(episode_id="fc", action_mode="tools"), env.prompts,  # type: ignore[attr-defined]
+                             load_tool_texts(official_data_dir))
+    browser = session._browser
+    pages = [(browser.observation(), browser.available_actions())]
+    steps: list[tuple[str, tuple[Any, ...]]] = []
+    step_site = type(browser).step
+
+    def recorded(self: Any, action: str) -> tuple[Any, ...]:
+        score, done, info = step_site(self, action)
+        steps.append((action, (self.observation(), self.available_actions(), score, done)))
+        return score, done, info
+
+    monkeypatch.setattr(type(browser), "step", recorded)
+    replies = WEBSHOP_SCRIPTS[script](task.data["reference"])
+    messages = list(await session.begin())
+    ours, outcome = [], None
+    for reply in replies:
+        ours.append([m for m in messages if m.get("content") != NOT_RUN])  # the calls FC leaves unanswered (webshop.tool_replies)
+        step = await session.step(reply)
+        messages += [reply.as_message(), *step.observation]
+        if step.outcome is not None:
+            outcome = step.outcome
+            break
+    theirs, result = await asyncio.to_thread(_fc_webshop, official_data_dir, pages, list(steps), ScriptedSession([_assistant(r) for r in replies]))
+    _same(ours, theirs)
+    assert (outcome.status, result.status.__name__) == {"buy": ("completed", "COMPLETED"), "limit": ("task_limit_exceeded", "TASK_LIMIT_REACHED")}[script]
+    assert result.result["reward"] == outcome.score and (script == "limit" or outcome.score == 1.0)

@@ -122,6 +122,10 @@ async def test_with_data_dir_the_first_prompt_is_upstreams_character_for_charact
     assert tools.tools() == fc["tools"] and fc["round"] == 20  # AgentBench FC's definitions, read at run time
     assert [d.setting for d in WebShopEnvironment.deviations(str(official_data_dir), {}, "text")] == []
     assert [d.setting for d in WebShopEnvironment.deviations(None, {"webshop_data": "x"}, "text")] == ["webshop.prompts"]
+    # tools mode reads FC's system text and messages from its webshop/task.py (test_fc_tools_mode.py); what FC leaves
+    # unanswered is answered (the providers require it), named
+    assert [d.setting for d in WebShopEnvironment.deviations(str(official_data_dir), {}, "tools")] == ["webshop.tool_replies"]
+    assert [d.setting for d in WebShopEnvironment.deviations(None, {}, "tools")] == ["webshop.tools_prompt", "webshop.tools", "webshop.tool_replies"]
 
 
 async def test_tools_prompt_and_tool_definitions(env: WebShopEnvironment) -> None:
@@ -218,16 +222,22 @@ async def test_tools_mode_answers_every_call_and_keeps_going_without_one(env: We
     session = await _session(env, "tools")
     step = await session.step(ModelReply(content="Let me think."))
     assert step.outcome is None and not step.valid and step.observation[0]["role"] == "user"
-    assert "called no tool" in step.observation[0]["content"]
+    assert step.observation[0]["content"].startswith("Observation:\nYour message called no tool.")
     calls = [ToolCall("c1", "search_action", json.dumps({"keywords": "soy candle"})), ToolCall("c2", "click_action", '{"value": "buy now"}')]
     step = await session.step(ModelReply(content="", tool_calls=calls))
     assert step.valid and [m.get("tool_call_id") for m in step.observation] == ["c1", "c2"]
     assert step.observation[0]["content"].startswith("Action: search[soy candle]\n\nObservation:\nInstruction: [SEP] ")
     assert step.observation[1]["content"].startswith("Not executed")
-    for bad in (ToolCall("c3", "checkout", "{}"), ToolCall("c4", "click_action", "{not json"), ToolCall("c5", "click_action", '{"value": 3}')):
+    # as FC: another function does nothing and the page comes back as a user message; unreadable arguments get FC's
+    # notice first; the call is answered (webshop.tool_replies); a number is clicked as its text
+    texts = session._texts  # type: ignore[attr-defined]
+    for bad, notices in ((ToolCall("c3", "checkout", "{}"), []), (ToolCall("c4", "click_action", "{not json"), [texts.unreadable])):
         step = await session.step(ModelReply(content="", tool_calls=[bad]))
         assert step.outcome is None and not step.valid and step.observation[0]["tool_call_id"] == bad.id
-        assert "Nothing was done" in step.observation[0]["content"]
+        assert [m["content"] for m in step.observation[1:-1]] == notices and step.observation[-1]["role"] == "user"
+        assert step.observation[-1]["content"].startswith("Observation:\nInstruction: [SEP] ")
+    step = await session.step(ModelReply(content="", tool_calls=[ToolCall("c5", "click_action", '{"value": 3}')]))
+    assert step.observation[0]["content"].startswith("Action: click[3]\n\nObservation:\n")
 
 
 # -- hostile replies -------------------------------------------------------------------------------------

@@ -134,6 +134,15 @@ class UpstreamSource:
             raise self.error(f"{function} makes no call to {callee!r} with {keyword}=")
         return out
 
+    def assigned_texts(self, function: str, name: str) -> list[str]:
+        """The literal texts assigned to ``name`` inside ``function`` (``x = "..."``), in source order; assignments of
+        computed values are passed over (FC's webshop: ``observation = "No executable tool calls found! ..."``)."""
+        found = [(n.lineno, v) for n in ast.walk(self.function(function)) if isinstance(n, ast.Assign)
+                 and any(ast.unparse(t) == name for t in n.targets) and isinstance(v := _literal(n.value), str)]  # fmt: skip
+        if not found:
+            raise self.error(f"{function} assigns no text to {name!r}")
+        return [v for _, v in sorted(found)]
+
     def added_prefixes(self, function: str, target: str) -> list[str]:
         """For each ``target += "text" + ...`` inside ``function`` (in source order), the literal text it starts with
         (FC's db task builds its question so: ``user_prompt += "Question: " + entry["description"] + "\n"``)."""

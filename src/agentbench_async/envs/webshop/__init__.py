@@ -33,7 +33,7 @@ from ...environment import Deviation, Environment, EpisodeContext, Option, Sessi
 from ..upstream_prompts import FC, V02, upstream_path, wording_deviations
 from .catalog import DEFAULT_PRICE_SEED, Catalog, load_catalog
 from .nouns import DEFAULT_SPACY_MODEL, SOURCES, default_source, noun_tagger
-from .protocol import FC_ROUNDS, MAX_ROUNDS, UPSTREAM_TASK, Prompts, load_prompts
+from .protocol import FC_ROUNDS, FC_TASK, MAX_ROUNDS, UPSTREAM_TASK, Prompts, ToolTexts, load_prompts, load_tool_texts
 from .session import WebShopSession
 from .site import Shop
 from .tasks import DataSource, data_source, make_tasks
@@ -71,6 +71,7 @@ class WebShopEnvironment(Environment):
         self._catalog: Catalog | None = None
         self._shop: Shop | None = None
         self._prompts: Prompts | None = None
+        self._tool_texts: ToolTexts | None = None
 
     @property
     def capacity(self) -> int:
@@ -109,7 +110,7 @@ class WebShopEnvironment(Environment):
     def missing_data(cls, data_dir: Path, options: Mapping[str, Any], split: str, action_mode: str) -> str | None:
         files = [upstream_path(data_dir, V02, UPSTREAM_TASK)]
         if action_mode == "tools":
-            files.append(upstream_path(data_dir, FC, "configs/tasks/webshop.yaml"))
+            files += [upstream_path(data_dir, FC, "configs/tasks/webshop.yaml"), upstream_path(data_dir, FC, FC_TASK)]
         try:
             data_source(dict(options), data_dir)
         except TaskFileError:
@@ -129,7 +130,11 @@ class WebShopEnvironment(Environment):
     def deviations(cls, data_dir: object, options: dict[str, Any], action_mode: str) -> list[Deviation]:
         out = wording_deviations("webshop", data_dir, action_mode, upstream="upstream's rules and L'eau d'Issey one-shot",
                                  text="the project's own rules and one-shot purchase",
-                                 tools="the project's own search_action/click_action descriptions")  # fmt: skip
+                                 tools="the project's own search_action/click_action descriptions", fc_text=True)  # fmt: skip
+        if action_mode == "tools":
+            out.append(Deviation("webshop.tool_replies", "every tool call answered: calls AgentBench FC does not run get a "
+                                 "'Not executed' tool message", "AgentBench FC leaves them unanswered (a conversation OpenAI's "
+                                 "API refuses)", "the model sees a notice FC does not send", envs=("webshop",)))  # fmt: skip
         if cls.plays_official_tasks(data_dir, options) and options.get("nouns") == "heuristic":
             out.append(Deviation("webshop.nouns", "heuristic (the title's content words)", "spaCy en_core_web_lg's NOUN/PROPN tags",
                                  "the reward's title score is approximate", envs=("webshop",)))  # fmt: skip
@@ -145,13 +150,20 @@ class WebShopEnvironment(Environment):
             self._prompts = load_prompts(self.data_dir)
         return self._prompts
 
+    def tool_texts(self) -> ToolTexts:
+        """Tools mode's wording besides the tools: AgentBench FC's (its pulled webshop/task.py), else ours; read once."""
+        if self._tool_texts is None:
+            self._tool_texts = load_tool_texts(self.data_dir)
+        return self._tool_texts
+
     async def start(self) -> None:
         _ = self.prompts  # a missing upstream file fails the start, naming it
         await asyncio.to_thread(self.shop)
 
     async def open_session(self, task: Task, ctx: EpisodeContext) -> Session:
         shop = self._shop if self._shop is not None else await asyncio.to_thread(self.shop)
-        return WebShopSession(shop, task, ctx, self.prompts)
+        texts = self.tool_texts() if ctx.action_mode == "tools" else None
+        return WebShopSession(shop, task, ctx, self.prompts, *([texts] if texts else []))
 
 
 __all__ = ["WebShopEnvironment"]

@@ -4,7 +4,9 @@ Text mode: rules, "Ok.", a one-shot purchase in four exchanges, then every round
 ``Observation:\\n<page text>\\n\\nAvailable Actions:\\n<str() of the actions dict>``; the reply's action is the
 first match of ``[Aa]ction: *\\n* *((search|click)\\[.+?])``. Tools mode (AgentBench FC): a system prompt,
 tools ``search_action(keywords)`` and ``click_action(value)``, tool results
-``Action: <action>\\n\\nObservation:\\n...``. The wording is the project's own.
+``Action: <action>\\n\\nObservation:\\n...``. With ``--data-dir`` text mode's wording is v0.2's, read from its
+``webshop/__init__.py``, and tools mode's FC's, read from its ``webshop/task.py`` (``FC_TASK``: the system text, the
+first, next-round and tool-result templates, the notices) and ``configs/tasks/webshop.yaml`` (the tools).
 """
 
 from __future__ import annotations
@@ -16,11 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from ...environment import Message
-from ..upstream_prompts import V02, fc_tools, upstream_source
+from ..upstream_prompts import FC, V02, fc_tools, upstream_source
 
 MAX_ROUNDS = 10  # AgentBench v0.2 webshop: 10 rounds (text mode)
 FC_ROUNDS = 20  # AgentBench FC's round (configs/tasks/webshop.yaml): tools mode
 UPSTREAM_TASK = "src/server/tasks/webshop/__init__.py"  # v0.2's WebShop task: the prompt and start_sample's injects
+FC_TASK = "src/server/tasks/webshop/task.py"  # FC's WebShop task: prompt_with_max_turn, sync_start_sample's messages
 TOOL_NAMES = ("search_action", "click_action")
 
 ACTION_RE = re.compile(r"[Aa]ction: *\n* *((search|click)\[.+?])")
@@ -50,8 +53,48 @@ Think about what to do first, then call the matching tool.
 Always call a tool, even when you would like to ask something: you may use any of your tools without asking the user.
 """
 
-NO_TOOL_CALL = "Your message called no tool. Call search_action or click_action."
-ONE_CALL_PER_TURN = "Not executed: only the first tool call of a message is run."
+# A call AgentBench FC leaves unanswered (a message's later calls; a first call it does not run): the conversation
+# must answer every call for the providers that check it (OpenAI), so the engine answers it so (webshop.tool_replies)
+NOT_RUN = "Not executed: only a message's first call, of search_action or click_action with readable arguments, is run."
+
+
+@dataclass(frozen=True)
+class ToolTexts:
+    """Tools mode's wording besides the tools (AgentBench FC's ``WebShop.sync_start_sample``): ``str.format`` templates
+    of ``observation``, ``available_actions`` and ``action``, and the notices."""
+
+    system: str
+    first: str  # the first page
+    page: str  # a page sent as a user message (after a round without an action)
+    result: str  # a page sent as the action's tool result
+    no_call: str  # the observation after a reply without a call (sent with the page's actions)
+    unreadable: str  # a user message after a call whose arguments cannot be read
+
+
+OWN_TOOL_TEXTS = ToolTexts(
+    TOOLS_RULES, "The initial observation:\n{observation}\n\nAvailable Actions:\n{available_actions}",
+    "Observation:\n{observation}\n\nAvailable Actions:\n{available_actions}",
+    "Action: {action}\n\nObservation:\n{observation}\n\nAvailable Actions:\n{available_actions}",
+    "Your message called no tool. Call search_action or click_action.", "The arguments of your tool call could not be read.",
+)
+
+
+def load_tool_texts(data_dir: Path | None) -> ToolTexts:
+    """FC's tools-mode wording from its pulled ``webshop/task.py`` (the module's ``prompt_with_max_turn``, the literal and
+    f-string ``content=`` of ``sync_start_sample``'s messages, the text it assigns to ``observation``), else ours."""
+    if data_dir is None:
+        return OWN_TOOL_TEXTS
+    task = upstream_source(data_dir, FC, FC_TASK, env="webshop")
+    where = "WebShop.sync_start_sample"
+    system = task.literal("prompt_with_max_turn")
+    users = task.keyword_arguments(where, "ChatCompletionUserMessageParam", "content")
+    results = task.keyword_arguments(where, "ChatCompletionToolMessageParam", "content")
+    notices = task.assigned_texts(where, "observation")
+    if not isinstance(system, str) or len(users) != 3 or not all(isinstance(u, str) for u in users) or not results \
+            or not isinstance(results[0], str) or len(notices) != 1:  # fmt: skip
+        raise task.error(f"{where} should send the first page, a page and a notice as user messages, the action's result "
+                         "as a tool message, and assign the no-call notice to observation")
+    return ToolTexts(system, users[0], users[1], results[0], notices[0], users[2])
 
 TOOLS: list[dict[str, Any]] = [
     {
@@ -169,12 +212,14 @@ def round_message(observation: str, available: dict[str, Any]) -> str:
     return f"Observation:\n{observation}\n\nAvailable Actions:\n{available}"
 
 
-def first_messages(action_mode: str, observation: str, available: dict[str, Any], prompts: Prompts = OWN_PROMPTS) -> list[Message]:
-    """Text mode: v0.2's rules, acknowledgement, one-shot conversation and first round; tools mode: FC's shape."""
+def first_messages(action_mode: str, observation: str, available: dict[str, Any], prompts: Prompts = OWN_PROMPTS,
+                   texts: ToolTexts = OWN_TOOL_TEXTS) -> list[Message]:  # fmt: skip
+    """Text mode: v0.2's rules, acknowledgement, one-shot conversation and first round; tools mode: FC's system text
+    and first page."""
     if action_mode == "tools":
         return [
-            {"role": "system", "content": TOOLS_RULES},
-            {"role": "user", "content": f"The initial observation:\n{observation}\n\nAvailable Actions:\n{available}"},
+            {"role": "system", "content": texts.system},
+            {"role": "user", "content": texts.first.format(observation=observation, available_actions=available)},
         ]
     return [
         {"role": "user", "content": prompts.rules},
@@ -184,34 +229,7 @@ def first_messages(action_mode: str, observation: str, available: dict[str, Any]
     ]
 
 
-def tool_result(action: str, observation: str, available: dict[str, Any]) -> str:
-    return f"Action: {action}\n\nObservation:\n{observation}\n\nAvailable Actions:\n{available}"
-
-
 def parse_action(content: str) -> str | None:
     """The reply's action (``search[...]`` / ``click[...]``), or None when the format is not followed."""
     match = ACTION_RE.search(content)
     return match.group(1) if match else None
-
-
-class ToolCallError(ValueError):
-    """A tool call that cannot be turned into an action."""
-
-
-def tool_action(name: str, arguments: str) -> str:
-    """``search_action``/``click_action`` call -> ``search[...]``/``click[...]`` (FC took the first argument)."""
-    if name not in TOOL_ACTIONS:
-        raise ToolCallError(f"unknown tool {name[:60]!r}; use search_action or click_action")
-    verb, key = TOOL_ACTIONS[name]
-    try:
-        args = json.loads(arguments or "{}")
-    except json.JSONDecodeError as exc:
-        raise ToolCallError(f"{name}: arguments are not JSON ({exc.msg})") from None
-    if not isinstance(args, dict):
-        raise ToolCallError(f"{name}: arguments must be a JSON object")
-    value = args.get(key)
-    if value is None and len(args) == 1:
-        value = next(iter(args.values()))
-    if not isinstance(value, str):
-        raise ToolCallError(f"{name} needs a string argument {key!r}")
-    return f"{verb}[{value}]"

@@ -4,14 +4,17 @@ Text mode: a reply without a readable ``Action: search[...]``/``click[...]`` end
 (``invalid_format``; upstream AGENT_VALIDATION_FAILED, reward 0). A readable action that does not apply to
 the page (a click on something not listed) changes nothing and the round is used. Buy Now ends the episode
 (``completed``, score = the purchase's reward). After 10 rounds: ``task_limit_exceeded``, reward 0.
-Tools mode: a message without a usable tool call is answered with a notice and uses the round, as in FC;
-FC's 20 rounds (the environment's turn cap; text mode's 10 are counted here).
+Tools mode (AgentBench FC's ``WebShop.sync_start_sample``): a message's first call of ``search_action``/
+``click_action`` acts (its first argument's value), the page comes back as its tool result; a message without a call,
+or whose first call is of another function or unreadable, does nothing and the page comes back as a user message
+(with FC's notices). FC's 20 rounds (text mode's 10), counted here.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 from typing import Any
 
 from ...environment import EpisodeContext, Message, ModelReply, Outcome, Session, Step, Task, ToolCall, statuses as st
@@ -19,16 +22,15 @@ from .catalog import Goal
 from .protocol import (
     FC_ROUNDS,
     MAX_ROUNDS,
-    NO_TOOL_CALL,
-    ONE_CALL_PER_TURN,
+    NOT_RUN,
     OWN_PROMPTS,
+    OWN_TOOL_TEXTS,
+    TOOL_ACTIONS,
     Prompts,
-    ToolCallError,
+    ToolTexts,
     first_messages,
     parse_action,
     round_message,
-    tool_action,
-    tool_result,
 )
 from .site import Browser, Shop
 
@@ -36,9 +38,11 @@ NO_ACTION = "no 'Action: search[...]' or 'Action: click[...]' in the reply"
 
 
 class WebShopSession(Session):
-    def __init__(self, shop: Shop, task: Task, ctx: EpisodeContext, prompts: Prompts = OWN_PROMPTS) -> None:
+    def __init__(self, shop: Shop, task: Task, ctx: EpisodeContext, prompts: Prompts = OWN_PROMPTS,
+                 texts: ToolTexts = OWN_TOOL_TEXTS) -> None:  # fmt: skip
         self._shop = shop
         self._prompts = prompts
+        self._texts = texts
         self._task = task
         self._tools_mode = ctx.action_mode == "tools"
         self._browser = Browser(shop, Goal.from_dict(task.data["goal"]))
@@ -47,7 +51,7 @@ class WebShopSession(Session):
 
     async def begin(self) -> list[Message]:
         b = self._browser
-        return first_messages("tools" if self._tools_mode else "text", b.observation(), b.available_actions(), self._prompts)
+        return first_messages("tools" if self._tools_mode else "text", b.observation(), b.available_actions(), self._prompts, self._texts)
 
     def tools(self) -> list[dict[str, Any]] | None:
         return self._prompts.tools if self._tools_mode else None
@@ -106,7 +110,7 @@ class WebShopSession(Session):
         elif call is None:
             text = round_message(b.observation(), b.available_actions())
         else:
-            text = tool_result(action, b.observation(), b.available_actions())
+            text = self._texts.result.format(action=action, observation=b.observation(), available_actions=b.available_actions())
         if call is None:
             observation: list[Message] = [] if done else [{"role": "user", "content": text}]
         else:
@@ -144,18 +148,28 @@ class WebShopSession(Session):
     # ------------------------------------------------------------------------------------------ tools
 
     async def _step_tools(self, reply: ModelReply) -> Step:
-        b = self._browser
-        if not reply.tool_calls:
-            text = round_message(NO_TOOL_CALL, b.available_actions())
+        """FC's round: the first call acts when it is ``search_action``/``click_action`` with readable arguments (its
+        first value, whatever its name); FC leaves the message's other calls unanswered, the engine answers them
+        ``NOT_RUN`` (webshop.tool_replies). Otherwise nothing is done and the page comes back as a user message: after a
+        reply without a call with FC's no-call notice in the page's place, after unreadable arguments FC's notice first."""
+        b, texts = self._browser, self._texts
+        calls = reply.tool_calls
+        page = {"observation": b.observation(), "available_actions": b.available_actions()}
+        if not calls:
+            text = texts.page.format(observation=texts.no_call, available_actions=page["available_actions"])
             return Step(observation=[{"role": "user", "content": text}], valid=False, error="no tool call")
-        call, rest = reply.tool_calls[0], reply.tool_calls[1:]
-        ignored: list[Message] = [_tool(c.id, ONE_CALL_PER_TURN) for c in rest]
-        try:
-            action = tool_action(call.name, call.arguments)
-        except ToolCallError as exc:
-            text = tool_result(f"{call.name}(...)", f"{exc}. Nothing was done.\n\n{b.observation()}", b.available_actions())
-            return Step(observation=[_tool(call.id, text), *ignored], action=f"{call.name}({call.arguments[:200]})", valid=False, error=str(exc))
-        return await self._act(action, call, ignored)
+        call, unanswered = calls[0], [_tool(c.id, NOT_RUN) for c in calls[1:]]
+        try:  # FC reads the arguments, then (only for its two functions) the first value
+            values = list(json.loads(call.arguments).values())
+            value = values[0] if call.name in TOOL_ACTIONS else None
+        except (ValueError, AttributeError, IndexError):  # FC: "No valid tool call found from agent.", no step
+            notice: list[Message] = [_tool(call.id, NOT_RUN), *unanswered, {"role": "user", "content": texts.unreadable},
+                                     {"role": "user", "content": texts.page.format(**page)}]  # fmt: skip
+            return Step(observation=notice, action=f"{call.name}({call.arguments[:200]})", valid=False, error="unreadable tool arguments")
+        if call.name not in TOOL_ACTIONS:  # FC: no action; the same page again
+            again: list[Message] = [_tool(call.id, NOT_RUN), *unanswered, {"role": "user", "content": texts.page.format(**page)}]
+            return Step(observation=again, action=f"{call.name}({call.arguments[:200]})", valid=False, error=f"unknown tool {call.name[:60]!r}")
+        return await self._act(f"{TOOL_ACTIONS[call.name][0]}[{value}]", call, unanswered)
 
 
 _PAPER_STATUS = {
