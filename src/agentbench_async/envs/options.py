@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..bounds import redact_url, url_problem
+from ..bounds import redact_url, shown, url_problem
 from ..errors import ConfigError
 
 # Options every environment accepts, whatever its option_specs: a task file of the user's own (own_tasks.py)
@@ -36,7 +36,7 @@ def int_option(env: str, key: str, value: object, *, minimum: int = 1, maximum: 
     if isinstance(value, bool) or number < minimum or (maximum is not None and number > maximum):
         kind = "a positive integer" if minimum == 1 else "a non-negative integer" if minimum == 0 else f"an integer >= {minimum}"
         kind += f" up to {maximum}" if maximum is not None else ""
-        raise ConfigError(f"{env}: option {key}={value!r} must be {kind}" + (f" ({meaning})" if meaning else ""))
+        raise ConfigError(f"{env}: option {key}={shown(value)} must be {kind}" + (f" ({meaning})" if meaning else ""))
     return number
 
 
@@ -48,14 +48,14 @@ def number_option(env: str, key: str, value: object, *, minimum: float = 0.0, ab
         number = math.nan
     if isinstance(value, bool) or not math.isfinite(number) or number < minimum or (above and number == minimum):
         kind = f"a number {'>' if above else '>='} {minimum:g}"
-        raise ConfigError(f"{env}: option {key}={value!r} must be {kind}" + (f" ({meaning})" if meaning else ""))
+        raise ConfigError(f"{env}: option {key}={shown(value)} must be {kind}" + (f" ({meaning})" if meaning else ""))
     return number
 
 
 def choice_option(env: str, key: str, value: object, choices: tuple[str, ...], *, meaning: str = "") -> str:
     """``value`` as one of ``choices``, else a ConfigError listing them."""
     if not isinstance(value, str) or value not in choices:
-        raise ConfigError(f"{env}: option {key}={value!r} must be one of {', '.join(choices)}" + (f" ({meaning})" if meaning else ""))
+        raise ConfigError(f"{env}: option {key}={shown(value)} must be one of {', '.join(choices)}" + (f" ({meaning})" if meaning else ""))
     return value
 
 
@@ -67,7 +67,7 @@ def range_option(env: str, key: str, value: object, *, meaning: str = "") -> tup
     except ValueError:
         low, high = -1, -1
     if not sep or low < 0 or high <= low:
-        raise ConfigError(f"{env}: option {key}={value!r} must be START:END with 0 <= START < END" + (f" ({meaning})" if meaning else ""))
+        raise ConfigError(f"{env}: option {key}={shown(value)} must be START:END with 0 <= START < END" + (f" ({meaning})" if meaning else ""))
     return low, high
 
 
@@ -81,11 +81,11 @@ def text_option(env: str, key: str, value: object, *, meaning: str = "", schemes
     if ok and schemes:
         problem = next((p for p in map(url_problem, items) if p), None)
         if problem is not None:
-            raise ConfigError(f"{env}: option {key}={redact_url(str(value))!r} {problem}; write it as {schemes[0]}://HOST[:PORT]/... "
+            raise ConfigError(f"{env}: option {key}={shown(redact_url(str(value)))} {problem}; write it as {schemes[0]}://HOST[:PORT]/... "
                               "(an IPv6 host in brackets)" + (f" ({meaning})" if meaning else ""))  # fmt: skip
     if not ok:
         kind = f"a URL starting with {' or '.join(f'{s}://' for s in schemes)}" if schemes else "a non-empty string" + (" or a list of them" if many else "")
-        raise ConfigError(f"{env}: option {key}={value!r} must be {kind}" + (f" ({meaning})" if meaning else ""))
+        raise ConfigError(f"{env}: option {key}={shown(value)} must be {kind}" + (f" ({meaning})" if meaning else ""))
     return value
 
 
@@ -96,7 +96,7 @@ def bool_option(env: str, key: str, value: object) -> bool:
         return value
     if isinstance(value, str) and value.strip().lower() in ("true", "false"):
         return value.strip().lower() == "true"
-    raise ConfigError(f"{env}: option {key}={value!r} must be true or false")
+    raise ConfigError(f"{env}: option {key}={shown(value)} must be true or false")
 
 
 OptionKind = Literal["int", "number", "bool", "choice", "range", "text", "url", "texts"]
@@ -139,5 +139,5 @@ def check_options(env: str, specs: Mapping[str, Option], options: Mapping[str, A
     unknown = sorted(set(options) - set(specs))
     if unknown:
         valid = ", ".join(sorted(specs)) or "none"
-        raise ConfigError(f"{env}: unknown option {unknown[0]!r} (valid: {valid})")
+        raise ConfigError(f"{env}: unknown option {shown(unknown[0])} (valid: {valid})")
     return {key: specs[key].read(env, key, value) for key, value in options.items()}

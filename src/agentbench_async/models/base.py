@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 import aiohttp
 from tenacity import AsyncRetrying, retry_if_exception_type
 
-from ..bounds import DEFAULT_MAX_RESPONSE_BYTES, BodyTooLarge, read_body, url_userinfo
+from ..bounds import DEFAULT_MAX_RESPONSE_BYTES, BodyTooLarge, read_body, shown, url_userinfo
 from ..errors import ConfigError, ContextLimitError, ModelError, RetryableModelError
 from ..limits import BACKPRESSURE_PAUSE_S, DEFAULT_MAX_CONNECTIONS, ModelLimits
 from ..records import CallRow, now
@@ -132,25 +132,25 @@ class ModelConfig:
         """The reasoning-related fields and the constraints their APIs set, checked at config time."""
         self.register_secrets()  # before any message could name them
         if self.api_key_env and self.base_url and url_userinfo(self.base_url) is not None:
-            raise ConfigError(f"{where}.base_url: {redact_url(self.base_url)!r} carries a user and password, sent as the Authorization "
+            raise ConfigError(f"{where}.base_url: {shown(redact_url(self.base_url))} carries a user and password, sent as the Authorization "
                               f"header, and the model has a key (${self.api_key_env}) sent as the same header; a request carries one: "
                               "drop the credentials from base_url (a gateway's own go in headers) or set api_key_env: null")  # fmt: skip
         if self.max_tokens_param not in (None, "max_tokens", "max_completion_tokens"):
-            raise ConfigError(f"{where}.max_tokens_param: {self.max_tokens_param!r} is not max_tokens or max_completion_tokens")
+            raise ConfigError(f"{where}.max_tokens_param: {shown(self.max_tokens_param)} is not max_tokens or max_completion_tokens")
         if self.reasoning_handling not in REASONING_HANDLING:
-            raise ConfigError(f"{where}.reasoning_handling: {self.reasoning_handling!r} is not one of {', '.join(REASONING_HANDLING)}")
+            raise ConfigError(f"{where}.reasoning_handling: {shown(self.reasoning_handling)} is not one of {', '.join(REASONING_HANDLING)}")
         if self.reasoning_effort is not None:
             if self.provider == "anthropic":
                 raise ConfigError(f"{where}.reasoning_effort: Anthropic has no reasoning_effort; use thinking: {{type: enabled, budget_tokens: N}}")
             if self.reasoning_effort not in REASONING_EFFORTS:
-                raise ConfigError(f"{where}.reasoning_effort: {self.reasoning_effort!r} is not one of {', '.join(REASONING_EFFORTS)} "
+                raise ConfigError(f"{where}.reasoning_effort: {shown(self.reasoning_effort)} is not one of {', '.join(REASONING_EFFORTS)} "
                                   "(OpenAI's values; another server's own word goes in extra_body: {reasoning_effort: WORD})")  # fmt: skip
         if self.thinking is not None:
             self._check_thinking(where)
         for name in ("proxy", "ca_bundle"):
             value = getattr(self, name)
             if value is not None and (not isinstance(value, str) or not value):
-                raise ConfigError(f"{where}.{name}: expected a string, got {value!r}")
+                raise ConfigError(f"{where}.{name}: expected a string, got {shown(value)}")
 
     def _check_thinking(self, where: str) -> None:
         # Constraints of Anthropic's extended thinking: budget_tokens >= 1024 and below max_tokens; no
@@ -161,9 +161,9 @@ class ModelConfig:
                               "reasoning_effort, for other servers' switches use extra_body")  # fmt: skip
         if not isinstance(t, dict) or t.get("type") not in THINKING_TYPES:
             raise ConfigError(f"{where}.thinking: expected {{type: enabled, budget_tokens: N}}, {{type: adaptive}} or {{type: disabled}} "
-                              f"(anthropic-sdk-python 0.121.0's ThinkingConfigParam), got {t!r}")  # fmt: skip
+                              f"(anthropic-sdk-python 0.121.0's ThinkingConfigParam), got {shown(t)}")  # fmt: skip
         if t.get("display") is not None and t["type"] != "disabled" and t["display"] not in THINKING_DISPLAYS:
-            raise ConfigError(f"{where}.thinking.display: expected one of {', '.join(THINKING_DISPLAYS)}, got {t['display']!r}")
+            raise ConfigError(f"{where}.thinking.display: expected one of {', '.join(THINKING_DISPLAYS)}, got {shown(t['display'])}")
         if t["type"] == "disabled":
             return
         if t["type"] == "enabled":
@@ -174,11 +174,11 @@ class ModelConfig:
             raise ConfigError(f"{where}.extra_body.top_k: Anthropic does not accept top_k with extended thinking")
         top_p = self.extra_body.get("top_p")
         if top_p is not None and not (isinstance(top_p, (int, float)) and 0.95 <= top_p <= 1):
-            raise ConfigError(f"{where}.extra_body.top_p: with extended thinking Anthropic accepts only 0.95 to 1, got {top_p!r}")
+            raise ConfigError(f"{where}.extra_body.top_p: with extended thinking Anthropic accepts only 0.95 to 1, got {shown(top_p)}")
 
     def _check_budget(self, budget: Any, where: str) -> None:
         if not isinstance(budget, int) or isinstance(budget, bool) or budget < 1024:
-            raise ConfigError(f"{where}.thinking.budget_tokens: Anthropic requires an integer >= 1024, got {budget!r}")
+            raise ConfigError(f"{where}.thinking.budget_tokens: Anthropic requires an integer >= 1024, got {shown(budget)}")
         if budget >= self.max_tokens:
             raise ConfigError(f"{where}.thinking.budget_tokens: {budget} must be below max_tokens ({self.max_tokens}): "
                               f"the thinking is part of the output; raise max_tokens above {budget}")  # fmt: skip
