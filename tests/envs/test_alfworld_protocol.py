@@ -264,3 +264,75 @@ def test_options_are_checked() -> None:
     with pytest.raises(ConfigError, match=r"^alfworld: option capacity='0' must be a positive integer"):
         ALFWorldEnvironment(options={"capacity": "0"})
     assert ALFWorldEnvironment(options={"capacity": "7"}).capacity == 7
+
+
+def _fc_alfworld(data_dir: Path, script: dict[str, tuple[str, bool]], session: Any) -> tuple[list[Any], Any]:
+    """FC's ALFWorld.alfworld_run (its task.py and utils.py) with an environment wrapper answering as ``_Game``/``_Pool``."""
+    from upstream_render import fc_requests, load_upstream
+
+    from agentbench_async.envs.upstream_prompts import FC, upstream_path
+
+    module = load_upstream(upstream_path(data_dir, FC, "src/server/tasks/alfworld/task.py"), "alfworld_fc")
+    utils = load_upstream(upstream_path(data_dir, FC, "src/server/tasks/alfworld/utils.py"), "alfworld_fc_utils")
+    module.json, module.process_action, module.process_ob = json, utils.process_action, utils.process_ob  # its `from .utils import *`
+    module.AgentCancelledException = type("AgentCancelledException", (Exception,), {})
+    game = _Game(script)
+
+    class Wrapper:
+        def reset_env(self, env: Any) -> tuple[list[str], dict[str, Any]]:
+            pool = _Pool(game)
+            import asyncio
+
+            _, state = asyncio.run(pool.open(""))
+            return [state.feedback], {"admissible_commands": [state.admissible]}
+
+        def step_env(self, env: Any, action: str) -> tuple[list[str], Any, list[bool], dict[str, Any]]:
+            import asyncio
+
+            state = asyncio.run(game.step(action))
+            return [state.feedback], None, [state.done], {"won": [state.won], "admissible_commands": [state.admissible]}
+
+    fc = object.__new__(module.ALFWorld)
+    fc.logger, fc.max_step, fc.env = __import__("logging").getLogger("fc"), 20, Wrapper()
+    return fc_requests(fc.alfworld_run, session, session, None)
+
+
+async def test_tools_mode_is_fcs_rendering_of_a_whole_episode(tmp_path: Path, official_data_dir: Path) -> None:
+    """The same replies through our session and FC's own alfworld_run (tests/upstream_render.py), with games answering
+    alike: every request equal (system text, task, notices, tool results), the ending and FC's sticky status equal.
+    Our answers to the calls FC leaves unanswered (alfworld.tool_replies) are left out of the comparison."""
+    import asyncio
+
+    from upstream_render import ScriptedSession
+
+    from agentbench_async.envs.alfworld.prompts import NOT_RUN, load_tool_texts
+
+    script = {"go to desk 1": ("You arrive at loc 2. On the desk 1, you see a pencil 1.", False),
+              "take pencil 1 from desk 1": ("You pick up the pencil 1 from the desk 1.", True)}  # fmt: skip
+    replies = [
+        ModelReply(content="Let me look around first."),
+        ModelReply(content="", tool_calls=[ToolCall("a", "take_action", json.dumps({"action": "go to desk 1"})),
+                                           ToolCall("b", "take_action", json.dumps({"action": "look"}))]),
+        ModelReply(content="", tool_calls=[ToolCall("c", "take_action", "{not json")]),
+        ModelReply(content="", tool_calls=[ToolCall("d", "take_action", json.dumps({"action": "take pencil 1 from desk 1"}))]),
+    ]
+    game = _Game(script)
+    task = Task(env="alfworld", split="dev", task_id="dev-000", data={"type": "pick_and_place", "prompt": "put", "game": "g"})
+    (tmp_path / "game.tw-pddl").write_text("{}")
+    session = ALFWorldSession(_Pool(game), task, EpisodeContext(episode_id="e", action_mode="tools"), tmp_path / "game.tw-pddl",  # type: ignore[arg-type]
+                              EXAMPLE, load_prompts(official_data_dir), load_tool_texts(official_data_dir))
+    messages, ours, outcome = list(await session.begin()), [], None
+    for reply in replies:
+        ours.append([{k: v for k, v in m.items() if v is not None} for m in messages if m.get("content") != NOT_RUN])
+        step = await session.step(reply)
+        messages += [reply.as_message(), *step.observation]
+        outcome = step.outcome
+        if outcome is not None:
+            break
+    assistant = [{k: v for k, v in r.as_message().items() if v is not None} for r in replies]
+    theirs, result = await asyncio.to_thread(_fc_alfworld, official_data_dir, script, ScriptedSession(assistant))
+    assert ours == theirs
+    reward, _, finish = result
+    # won (its result counts), FC's status the last unusable call's: AGENT_INVALID_ACTION
+    assert outcome is not None and (outcome.status, outcome.score, outcome.paper_status) == (st.COMPLETED, 1.0, st.PAPER_AGENT_INVALID_ACTION)
+    assert reward is True and finish.__name__ == "AGENT_INVALID_ACTION"

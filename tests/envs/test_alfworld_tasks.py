@@ -46,8 +46,9 @@ def test_agentbench_fc_split_and_what_a_run_records_as_differing(official_data_d
         return [d.setting for d in ALFWorldEnvironment.deviations(data_dir, {}, mode)]
     assert settings(str(official_data_dir), "text") == []  # upstream's prompts are read from the data folder
     assert settings(None, "text") == ["alfworld.prompts"]
-    assert settings(str(official_data_dir), "tools") == ["alfworld.tools_prompt"]  # FC's system text is not pulled
-    assert settings(None, "tools") == ["alfworld.tools_prompt", "alfworld.tools"]
+    # FC's system text and notices are read from its pulled task.py; the calls FC leaves unanswered are answered, named
+    assert settings(str(official_data_dir), "tools") == ["alfworld.tool_replies"]
+    assert settings(None, "tools") == ["alfworld.tools_prompt", "alfworld.tools", "alfworld.tool_replies"]
 
 
 def test_a_data_folder_without_the_upstream_prompt_files_is_one_line(official_data_dir: Path, tmp_path: Path) -> None:

@@ -144,11 +144,12 @@ class UpstreamSource:
         return [v for _, v in sorted(found)]
 
     def added_prefixes(self, function: str, target: str) -> list[str]:
-        """For each ``target += "text" + ...`` inside ``function`` (in source order), the literal text it starts with
-        (FC's db task builds its question so: ``user_prompt += "Question: " + entry["description"] + "\n"``)."""
+        """For each ``target += "text" + ...`` or ``target = "text" + ...`` inside ``function`` (in source order), the
+        literal text it starts with (FC's db task builds its question so: ``user_prompt += "Question: " + …``)."""
         found = []
         for node in ast.walk(self.function(function)):
-            if isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Add) and ast.unparse(node.target) == target:
+            added = isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Add) and ast.unparse(node.target) == target
+            if added or isinstance(node, ast.Assign) and isinstance(node.value, ast.BinOp) and [ast.unparse(t) for t in node.targets] == [target]:
                 left = node.value
                 while isinstance(left, ast.BinOp):
                     left = left.left

@@ -29,7 +29,7 @@ from typing import Any, ClassVar
 from ...environment import Deviation, EnvUnavailableError, Environment, EpisodeContext, Option, Session, Task, missing_file
 from ..upstream_prompts import FC, V02, upstream_path, wording_deviations
 from .engine import GamePool, kept_folder
-from .prompts import UPSTREAM_TASK, Prompts, load_prompts
+from .prompts import FC_TASK, UPSTREAM_TASK, Prompts, ToolTexts, load_prompts, load_tool_texts
 from .session import FC_MAX_STEPS, MAX_STEPS, ALFWorldSession
 from .tasks import (OFFICIAL_PROMPTS, VARIANTS, alfworld_data_root, builtin_root, check_game_folders, load_examples, load_tasks,
                     official_folder, require_official_root, split_path)
@@ -64,6 +64,7 @@ class ALFWorldEnvironment(Environment):
         self._pool: GamePool | None = None
         self._examples: dict[str, list[str]] | None = None
         self._prompts: Prompts | None = None
+        self._tool_texts: ToolTexts | None = None
         self._start_lock = asyncio.Lock()
 
     @classmethod
@@ -77,7 +78,7 @@ class ALFWorldEnvironment(Environment):
         files = [split_path(data_dir, split, str(options.get("official_variant") or "v0.2")), official_folder(data_dir) / OFFICIAL_PROMPTS,
                  upstream_path(data_dir, V02, UPSTREAM_TASK)]  # fmt: skip
         if action_mode == "tools":
-            files.append(upstream_path(data_dir, FC, "configs/tasks/alfworld.yaml"))
+            files += [upstream_path(data_dir, FC, "configs/tasks/alfworld.yaml"), upstream_path(data_dir, FC, FC_TASK)]
         missing = missing_file(files)
         root = alfworld_data_root(dict(options))
         if missing is None and root is None:
@@ -88,9 +89,14 @@ class ALFWorldEnvironment(Environment):
 
     @classmethod
     def deviations(cls, data_dir: object, options: dict[str, Any], action_mode: str) -> list[Deviation]:
-        return wording_deviations("alfworld", data_dir, action_mode, upstream="upstream's instruction, acknowledgement and examples",
+        out = wording_deviations("alfworld", data_dir, action_mode, upstream="upstream's instruction, acknowledgement and examples",
                                   text="the project's own instruction, acknowledgement and one-shot examples",
-                                  tools="the project's own take_action description")  # fmt: skip
+                                  tools="the project's own take_action description", fc_text=True)  # fmt: skip
+        if action_mode == "tools":
+            out.append(Deviation("alfworld.tool_replies", "every tool call answered: calls AgentBench FC does not run get a "
+                                 "'Not executed' tool message", "AgentBench FC leaves them unanswered (a conversation OpenAI's "
+                                 "API refuses)", "the model sees a notice FC does not send", envs=("alfworld",)))  # fmt: skip
+        return out
 
     @property
     def capacity(self) -> int:
@@ -135,7 +141,10 @@ class ALFWorldEnvironment(Environment):
             await self.start()
         assert self._pool is not None and self._examples is not None and self._prompts is not None
         example = self._examples[str(task.data["prompt"])]
-        return ALFWorldSession(self._pool, task, ctx, self.game_root(task) / str(task.data["game"]), example, self._prompts)
+        if ctx.action_mode == "tools" and self._tool_texts is None:
+            self._tool_texts = load_tool_texts(self.data_dir)  # FC's, read once (a text-mode run never needs the file)
+        texts = [self._tool_texts] if ctx.action_mode == "tools" and self._tool_texts is not None else []
+        return ALFWorldSession(self._pool, task, ctx, self.game_root(task) / str(task.data["game"]), example, self._prompts, *texts)
 
 
 __all__ = ["ALFWorldEnvironment"]

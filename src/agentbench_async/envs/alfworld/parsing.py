@@ -42,15 +42,15 @@ def extract_action(reply: str) -> str | None:
 
 
 def tool_argument(arguments: str) -> str | None:
-    """Tools mode (AgentBench FC): the action in a ``take_action`` call's JSON arguments: ``action``, else the
-    first argument (FC reads the first value whatever its name); ``None`` if there is no string there."""
+    """Tools mode (AgentBench FC): the action in a ``take_action`` call's JSON arguments: the first argument's value,
+    whatever its name, as FC reads it; ``None`` if there is no string there."""
     try:
         values = json.loads(arguments or "{}")
     except ValueError:
         return None
     if not isinstance(values, dict) or not values:
         return None
-    value = values["action"] if "action" in values else next(iter(values.values()))
+    value = next(iter(values.values()))
     return value if isinstance(value, str) else None
 
 

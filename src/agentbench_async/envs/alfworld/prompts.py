@@ -2,9 +2,10 @@
 
 With ``--data-dir`` the instruction and the acknowledgement are AgentBench v0.2's own, read out of
 ``upstream-prompts/v0.2/src/server/tasks/alfworld/task.py`` (``agentbench data pull``), and tools mode's
-``take_action`` definition is AgentBench FC's (``upstream-prompts/fc/configs/tasks/alfworld.yaml``); the
-built-in suites use this project's wording with the same information (``OWN_PROMPTS``). Tools mode's
-system instruction is always the project's (FC's is in its task.py, which ``data pull`` does not fetch).
+``take_action`` definition is AgentBench FC's (``upstream-prompts/fc/configs/tasks/alfworld.yaml``), its system
+instruction, task lead and notices FC's ``ALFWorld`` task code (``upstream-prompts/fc/src/server/tasks/alfworld/
+task.py``: ``get_task_instruction``, ``alfworld_run``); the built-in suites use this project's wording with the same
+information (``OWN_PROMPTS``, ``OWN_TOOL_TEXTS``).
 Observations are processed exactly as upstream:
 
 * first observation: the reset text split on blank lines, the welcome banner dropped, the rest joined
@@ -22,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ...environment import Message
-from ..upstream_prompts import V02, fc_tools, upstream_source
+from ..upstream_prompts import FC, V02, fc_tools, upstream_source
 
 TEXT_INSTRUCTION = (
     "You are an agent in a household, and your job is to carry out a task there. At the start you get a "
@@ -69,9 +70,39 @@ TOOLS: list[dict[str, Any]] = [
 UPSTREAM_TASK = "src/server/tasks/alfworld/task.py"  # v0.2's ALFWorld task: get_task_instruction, alfworld_run
 TOOL_NAMES = ("take_action",)
 LIST_MARKER = "AVAILABLE ACTIONS"
-NO_TOOL_CALL = "Your message called no tool, so nothing was done. Call take_action with your next action."
-BAD_TOOL_CALL = "This call could not be read, so nothing was done: take_action needs a string argument \"action\"."
-EXTRA_TOOL_CALL = "Not executed: only the first tool call of a message is run."
+FC_TASK = "src/server/tasks/alfworld/task.py"  # FC's ALFWorld task: get_task_instruction, alfworld_run's messages
+# A call AgentBench FC leaves unanswered (a message's later calls; a first call it cannot read): the conversation must
+# answer every call for the providers that check it (OpenAI), so the engine answers it so (alfworld.tool_replies)
+NOT_RUN = "Not executed: only a message's first call, with a readable action, is run."
+
+
+@dataclass(frozen=True)
+class ToolTexts:
+    """Tools mode's wording besides the tool (AgentBench FC's ``ALFWorld``): the system instruction, what leads the task,
+    the user notices after a reply without a call and after a call that cannot be read."""
+
+    system: str
+    lead: str
+    no_call: str
+    unreadable: str
+
+
+OWN_TOOL_TEXTS = ToolTexts(TOOLS_INSTRUCTION, TASK_LEAD, "Your message called no tool, so nothing was done. Call take_action with your next action.",
+                           "Your tool call could not be read, so nothing was done: take_action needs a string argument \"action\".")
+
+
+def load_tool_texts(data_dir: Path | None) -> ToolTexts:
+    """FC's from its pulled task.py (``get_task_instruction``'s text, ``init_prompt = "…" + …``, the literal ``content=``
+    of ``alfworld_run``'s user messages), else the project's."""
+    if data_dir is None:
+        return OWN_TOOL_TEXTS
+    task = upstream_source(data_dir, FC, FC_TASK, env="alfworld")
+    system = task.returned("ALFWorld.get_task_instruction")
+    lead = task.added_prefixes("ALFWorld.alfworld_run", "init_prompt")
+    notices = [t for t in task.keyword_arguments("ALFWorld.alfworld_run", "ChatCompletionUserMessageParam", "content") if isinstance(t, str)]
+    if not isinstance(system, str) or len(lead) != 1 or len(notices) != 2:
+        raise task.error("ALFWorld should return its instruction, build init_prompt from a lead text and send two notices")
+    return ToolTexts(system, lead[0], notices[0], notices[1])
 
 
 @dataclass(frozen=True)
@@ -138,8 +169,9 @@ def text_prompt(example: list[str], observation: str, commands: list[str], promp
     ]
 
 
-def tools_prompt(observation: str, commands: list[str]) -> list[Message]:
+def tools_prompt(observation: str, commands: list[str], texts: ToolTexts = OWN_TOOL_TEXTS) -> list[Message]:
+    """FC's first request: its system instruction, then the task (no one-shot example: FC's alfworld_run sends none)."""
     return [
-        {"role": "system", "content": TOOLS_INSTRUCTION},
-        {"role": "user", "content": TASK_LEAD + observation + available_actions(commands)},
+        {"role": "system", "content": texts.system},
+        {"role": "user", "content": texts.lead + observation + available_actions(commands)},
     ]

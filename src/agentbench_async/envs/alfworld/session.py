@@ -8,9 +8,9 @@ so a winning third repeat scores 0. ``done`` (only ever a win) ends the episode 
 (tools mode: AgentBench FC's 20) without it end ``task_limit_exceeded``.
 
 Text mode: a reply without a readable ``ACTION:`` line (or with an empty one) ends the episode
-``invalid_format`` (upstream: AGENT_INVALID_ACTION). Tools mode follows AgentBench FC: a message without a
-tool call, or whose call has no string argument, is answered with a notice, uses the turn and the episode
-goes on; FC's sample status keeps the last such failure (AGENT_VALIDATION_FAILED / AGENT_INVALID_ACTION),
+``invalid_format`` (upstream: AGENT_INVALID_ACTION). Tools mode follows AgentBench FC (its ``alfworld_run``): a
+message without a tool call, or whose first call has no string as its first argument, gets FC's user notice, uses the
+turn and the episode goes on; FC's sample status keeps the last such failure (AGENT_VALIDATION_FAILED / AGENT_INVALID_ACTION),
 even for an episode that is won later (its result still counts).
 
 The action-list shortening edits the user message the model just answered: the session keeps the
@@ -28,11 +28,11 @@ from ...environment import EnvError, EpisodeContext, Message, ModelReply, Outcom
 from .engine import Game, GamePool, GameState
 from .parsing import Mapped, extract_action, nearest_admissible, normalise, repeats, tool_argument
 from .prompts import (
-    BAD_TOOL_CALL,
-    EXTRA_TOOL_CALL,
-    NO_TOOL_CALL,
+    NOT_RUN,
     OWN_PROMPTS,
+    OWN_TOOL_TEXTS,
     Prompts,
+    ToolTexts,
     available_actions,
     first_observation,
     step_observation,
@@ -49,9 +49,10 @@ _OUTPUT_LIMIT = 300  # characters of a raw reply (and of the action sent) kept i
 
 class ALFWorldSession(Session):
     def __init__(self, pool: GamePool, task: Task, ctx: EpisodeContext, game_path: Path, example: list[str],
-                 prompts: Prompts = OWN_PROMPTS) -> None:  # fmt: skip
+                 prompts: Prompts = OWN_PROMPTS, texts: ToolTexts = OWN_TOOL_TEXTS) -> None:  # fmt: skip
         self._pool = pool
         self._prompts = prompts
+        self._texts = texts
         self._task = task
         self._ctx = ctx
         self._path = game_path
@@ -73,7 +74,7 @@ class ALFWorldSession(Session):
         self._commands = state.admissible
         observation = first_observation(state.feedback)
         if self._tools:
-            messages = tools_prompt(observation, self._commands)
+            messages = tools_prompt(observation, self._commands, self._texts)
         else:
             messages = text_prompt(self._example, observation, self._commands, self._prompts)
         self._last_user = messages[-1]
@@ -128,20 +129,22 @@ class ALFWorldSession(Session):
         return content, nearest_admissible(action, self._commands), None, []
 
     def _parse_tools(self, reply: ModelReply) -> Step | tuple[str, Mapped, str, list[Message]]:
-        """AgentBench FC: the first tool call's action argument (its name is not checked: FC defines one
-        tool). A message without a usable call is answered with a notice and uses the turn; the episode goes
-        on, and FC's sample status remembers the last such failure."""
+        """AgentBench FC: the first tool call's first argument (its name is not checked: FC defines one tool). A
+        message without a usable call gets FC's user notice and uses the turn; the episode goes on, and FC's sample
+        status remembers the last such failure. FC leaves the message's other calls (and a call it cannot read)
+        unanswered: the engine answers them ``NOT_RUN`` (alfworld.tool_replies)."""
         if not reply.tool_calls:
             self._fc_status = st.PAPER_AGENT_VALIDATION_FAILED
-            return Step(observation=[{"role": "user", "content": NO_TOOL_CALL}], valid=False, error="no tool call")
+            return Step(observation=[{"role": "user", "content": self._texts.no_call}], valid=False, error="no tool call")
         call, rest = reply.tool_calls[0], reply.tool_calls[1:]
-        ignored: list[Message] = [{"role": "tool", "tool_call_id": c.id, "content": EXTRA_TOOL_CALL} for c in rest]
+        ignored: list[Message] = [{"role": "tool", "tool_call_id": c.id, "content": NOT_RUN} for c in rest]
         value = tool_argument(call.arguments)
         if value is None:
             self._fc_status = st.PAPER_AGENT_INVALID_ACTION
-            notice: Message = {"role": "tool", "tool_call_id": call.id, "content": BAD_TOOL_CALL}
-            return Step(observation=[notice, *ignored], action=f"{call.name}({call.arguments[:200]})", valid=False,
-                        error=f"{TOOL_NAME} needs a string argument 'action'")  # fmt: skip
+            notice: list[Message] = [{"role": "tool", "tool_call_id": call.id, "content": NOT_RUN}, *ignored,
+                                     {"role": "user", "content": self._texts.unreadable}]  # fmt: skip
+            return Step(observation=notice, action=f"{call.name}({call.arguments[:200]})", valid=False,
+                        error=f"{TOOL_NAME} needs a string as its first argument")  # fmt: skip
         return value, nearest_admissible(normalise(value), self._commands), call.id, ignored
 
     def _invalid(self, status: str, paper_status: str, error: str, action: str | None = None) -> Step:
