@@ -13,7 +13,7 @@ from dataclasses import asdict
 from typing import Any
 
 from .deviation import Deviation
-from .envs import env_class
+from .envs import ENV_NAMES, env_class
 from .envs.own_tasks import own_task_deviations, own_task_file
 from .errors import AgentBenchError
 
@@ -60,8 +60,6 @@ def official_tasks(env: str, config: dict[str, Any]) -> bool:
 def deviations(config: dict[str, Any]) -> list[Deviation]:
     """The run's result-deciding settings that differ from AgentBench v0.2, from its stored config
     (``RunConfig.public_dict()``). A setting missing from the config (files of older versions) is not judged."""
-    from .envs import ENV_NAMES
-
     out: list[Deviation] = []
     # only AgentBench's environments have a paper to differ from (a plugin's, a --env FILE.py's scores are their own)
     paper_envs = [env for env in config.get("envs") or [] if env in ENV_NAMES]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from ..envs import ENV_NAMES
 from .loading import Results
 
 FAILURE_CLASSES: tuple[str, ...] = (
@@ -72,8 +73,6 @@ def class_shares(counts: pl.DataFrame) -> pl.DataFrame:
 
 def paper_table(res: Results) -> pl.DataFrame:
     """AgentBench's outcome table (paper convention): shares of the five columns per model x env x configuration."""
-    from ..envs import ENV_NAMES  # AgentBench's own environments only: the paper's table has no column for another's
-
     return res.paper_failure_table.filter(pl.col("env").is_in(ENV_NAMES)).sort(KEYS)
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import polars as pl
 
+from ..envs import ENV_NAMES
 from ..settings import Deviation, recorded_deviations
 from .loading import Results
 
@@ -19,8 +20,6 @@ OWN_ENVIRONMENT = "not an AgentBench environment"  # what the score of a plugin'
 
 def plays_agentbench(envs: list[str]) -> bool:
     """Whether any of ``envs`` is one of AgentBench's eight (a plugin's or a file's scores have no paper to differ from)."""
-    from ..envs import ENV_NAMES
-
     return any(env in ENV_NAMES for env in envs)
 THINKING = "reasoning_handling"  # the deviation a run shows when thinking was cut out of replies' content
 

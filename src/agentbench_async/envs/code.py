@@ -18,15 +18,16 @@ import hashlib
 import importlib.util
 from pathlib import Path
 
+from . import env_class
+from .files import loaded
+from .names import _REGISTRY, plugins
+
 _SOURCE_SUFFIXES = (".py", ".json", ".jsonl", ".yaml", ".yml", ".txt", ".toml", ".sql")  # what can decide an episode
 _MAX_FILES = 5_000  # a package bigger than this is hashed on its first files' names and contents, then names and sizes
 
 
 def code_of(name: str) -> str | None:
     """What environment ``name``'s code is (module docstring); None for a built-in at behaviour 1."""
-    from . import _REGISTRY, env_class, plugins
-    from .files import loaded
-
     file_env = loaded(name)
     if file_env is not None:
         return file_env.code

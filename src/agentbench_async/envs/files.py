@@ -41,8 +41,9 @@ from typing import Any
 
 from ..errors import ConfigError, EnvError, TaskFileError
 from ..types import Message, ModelReply
-from .base import CODE, ENV_FILE, Environment, EpisodeContext, Outcome, Session, Step, Task
+from .base import CODE, ENV_FILE, Environment, EpisodeContext, Outcome, PolicyReply, Session, Step, Task
 from .checks import check_behaviour_checks, check_module_classes, where
+from .names import _REGISTRY, ENV_NAMES, plugins
 
 _NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
 _MAX_BYTES = 4 << 20  # a file environment's source is read whole: at most 4 MiB
@@ -90,8 +91,6 @@ def load_env_file(text: str | Path, *, expect_code: str | None = None) -> FileEn
     module = _exec(path, module_name, text)
     cls = _environment_of(module, path, module_name)
     name = cls.name
-    from . import _REGISTRY, ENV_NAMES, plugins  # late: the registry imports this module
-
     if name in _REGISTRY or name in ENV_NAMES or name == "all" or name in plugins():
         raise ConfigError(f"{where(cls) if cls.__module__ == module_name and not getattr(module, '_functional', False) else path}: "
                           f"environment name {name!r} is taken by {'an installed plugin' if name in plugins() else 'a built-in environment'}; "
@@ -99,11 +98,7 @@ def load_env_file(text: str | Path, *, expect_code: str | None = None) -> FileEn
     previous = _LOADED.get(name)
     if previous is not None and previous.path != path:
         raise ConfigError(f"--env {text}: environment name {name!r} is already loaded from {previous.path}; give one of them another NAME")
-    loaded_env = FileEnv(path, digest, cls)
-    if previous is not None:  # the file was edited while this process runs (a notebook, tests): the new code from now on
-        from ..mock.policy import env_policies
-
-        env_policies.cache_clear()
+    loaded_env = FileEnv(path, digest, cls)  # an edited file loaded again is a new class: the mock asks its policies anew
     _LOADED[name] = loaded_env
     return _checked_code(loaded_env, expect_code)
 
@@ -175,8 +170,6 @@ def _module_policies(module: Any) -> dict[str, Any]:
 
 def _text_policy(fn: Callable[..., Any]) -> Callable[..., Any]:
     """A ``Policy`` from ``fn(task, messages) -> str`` (task: the task's dict)."""
-    from ..mock.policy import PolicyReply
-
     def policy(request: Any) -> Any:
         reply = fn(request.task.data, request.messages)
         return reply if isinstance(reply, PolicyReply) else PolicyReply(content=str(reply))

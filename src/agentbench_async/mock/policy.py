@@ -18,15 +18,19 @@ from __future__ import annotations
 import functools
 
 from ..envs import env_class
-from ..envs.base import Policy, PolicyReply, PolicyRequest, run_policy, stable_choice
+from ..envs.base import Environment, Policy, PolicyReply, PolicyRequest, run_policy, stable_choice
 from ..models.task_headers import CALLER_HEADER, EPISODE_HEADER, TASK_HEADER
 
 __all__ = ["CALLER_HEADER", "EPISODE_HEADER", "TASK_HEADER", "Policy", "PolicyReply", "PolicyRequest", "env_policies",
            "run_policy", "stable_choice"]  # fmt: skip
 
 
-@functools.cache
 def env_policies(env_name: str) -> dict[str, Policy]:
-    """The policies environment ``env_name`` (built-in or plugin) ships: ``Environment.policies()`` (asked once per
-    process: the mock asks on every request)."""
-    return dict(env_class(env_name).policies())
+    """The policies environment ``env_name`` (built-in, plugin or file) ships: ``Environment.policies()``, asked once per
+    class and process (the mock asks on every request; a file environment edited and loaded again is a new class)."""
+    return _policies_of(env_class(env_name))
+
+
+@functools.cache
+def _policies_of(cls: type[Environment]) -> dict[str, Policy]:
+    return dict(cls.policies())
