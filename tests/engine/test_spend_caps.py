@@ -71,6 +71,17 @@ async def _echo_run(out: Path, echo: dict[str, int], mock: dict[str, Any] | None
         await server.stop()
 
 
+def _report_text(path: Path) -> str:
+    """agentbench report's tables for ``path``, wide enough that no column is cut."""
+    from rich.console import Console
+
+    from agentbench_async.analytics import commands
+
+    console = Console(record=True, width=250)
+    commands.report([path], html=None, json_out=False, console=console)
+    return console.export_text()
+
+
 async def test_episode_token_limit_ends_with_its_own_status_counted_in_the_report(tmp_path: Path) -> None:
     out = tmp_path / "limited.duckdb"
     # three numbers a task, one call each: a limit below two calls' tokens ends every episode after its second reply
@@ -88,6 +99,11 @@ async def test_episode_token_limit_ends_with_its_own_status_counted_in_the_repor
     assert stored["episode_limits"] == {"tokens": 40}
     # on an AgentBench environment the limit is a recorded deviation (echo, the engine's own, has no paper to differ from)
     assert [d.value for d in deviations({**stored, "envs": ["os"], "env_options": {}}) if d.setting == "episode_limits"] == ["tokens 40"]
+    # the report counts them in their own column (shown only where such episodes are)
+    assert "episode limit exceeded" in _report_text(out)
+    plain = tmp_path / "plain.duckdb"
+    await _echo_run(plain, {"tasks": 2})
+    assert "episode limit exceeded" not in _report_text(plain)
     # a resume does not re-run them: an agent outcome
     again = await _echo_run(out, {"turns": 3, "tasks": 6}, episode_limits={"tokens": 40})
     assert again.episodes == 0 and again.skipped == 6

@@ -20,6 +20,8 @@ FAILURE_CLASSES: tuple[str, ...] = (
     "cancelled",
 )
 INFRA_CLASSES: tuple[str, ...] = ("env_error", "model_error", "cancelled")
+# Classes of opt-in settings (episode_limits): a table shows their column only when some row has such episodes
+OPT_IN_CLASSES: tuple[str, ...] = ("episode_limit_exceeded",)
 # What each class holds (the documentation's failure-class reference is generated from this).
 CLASS_MEANINGS: dict[str, str] = {
     "completed_success": "solved: every episode the environment counts as a success, whatever its status (an ltp game "
@@ -49,6 +51,11 @@ PAPER_TITLES: dict[str, str] = {
     "invalid_action": "Invalid Action",
     "task_limit_exceeded": "Task Limit Exceeded",
 }
+
+
+def shown_classes(counts: pl.DataFrame) -> tuple[str, ...]:
+    """The classes a table of ``counts`` (``class_counts``) shows: every one, an opt-in setting's only where it occurs."""
+    return tuple(c for c in FAILURE_CLASSES if c not in OPT_IN_CLASSES or (c in counts.columns and counts[c].sum()))
 
 
 KEYS = ["model", "env", "config_id"]  # one row per model x env x deciding configuration (analytics/configs.py)

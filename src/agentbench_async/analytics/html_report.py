@@ -13,7 +13,7 @@ import polars as pl
 from ..wording import counted, duration
 from . import behaviour, configs, notes
 from .configs import shown
-from .failures import FAILURE_CLASSES, INFRA_CLASSES, PAPER_COLUMNS, PAPER_TITLES
+from .failures import FAILURE_CLASSES, INFRA_CLASSES, PAPER_COLUMNS, PAPER_TITLES, shown_classes
 from .report import Report
 from .run_settings import AGENTBENCH_SETTINGS
 from .svg import PALETTE, histogram, interval_bars, line_chart, stacked_bars
@@ -131,11 +131,12 @@ def _configurations(report: Report) -> str:
 
 def _failure_section(report: Report) -> str:
     counts = report.class_counts
+    classes = shown_classes(counts)
     rows = []
     for r in counts.iter_rows(named=True):
-        rows.append([shown(r), r["env"], *[f"{r[c]} ({pct(r[c] / r['total'] if r['total'] else None, 0)}%)" for c in FAILURE_CLASSES],
+        rows.append([shown(r), r["env"], *[f"{r[c]} ({pct(r[c] / r['total'] if r['total'] else None, 0)}%)" for c in classes],
                      r["total"]])
-    table = _table(["model", "env", *[c.replace("_", " ") for c in FAILURE_CLASSES], "total"], rows)
+    table = _table(["model", "env", *[c.replace("_", " ") for c in classes], "total"], rows)
     shares = report.class_shares
     plot = stacked_bars(
         [(f"{shown(r)} · {r['env']}", {c: r[c] for c in FAILURE_CLASSES}) for r in shares.iter_rows(named=True)],

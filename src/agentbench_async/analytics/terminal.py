@@ -22,7 +22,7 @@ from rich.text import Text
 from ..wording import counted, duration, moment
 from . import behaviour, notes
 from .configs import shown
-from .failures import FAILURE_CLASSES, INFRA_CLASSES, PAPER_COLUMNS, PAPER_TITLES
+from .failures import FAILURE_CLASSES, INFRA_CLASSES, PAPER_COLUMNS, PAPER_TITLES, shown_classes
 from .report import Report
 from .run_settings import AGENTBENCH_SETTINGS
 
@@ -105,15 +105,16 @@ def classes_table(report: Report, short: bool = False) -> Table:
                   title_justify="left")
     table.add_column("model")
     table.add_column("env")
-    for cls in FAILURE_CLASSES:
+    classes = shown_classes(report.class_counts)
+    for cls in classes:
         style = "dim" if cls in INFRA_CLASSES else None
         table.add_column(SHORT_CLASSES[cls] if short else cls.replace("_", " "), justify="right", style=style)
     table.add_column("total", justify="right")
     for r in report.class_counts.iter_rows(named=True):
         if short:
-            cells = [str(r[c]) for c in FAILURE_CLASSES]
+            cells = [str(r[c]) for c in classes]
         else:
-            cells = [f"{r[c]} ({pct(r[c] / r['total'] if r['total'] else None, 0)}%)" if r[c] else "0" for c in FAILURE_CLASSES]
+            cells = [f"{r[c]} ({pct(r[c] / r['total'] if r['total'] else None, 0)}%)" if r[c] else "0" for c in classes]
         table.add_row(_model(r), r["env"], *cells, str(r["total"]))
     return table
 

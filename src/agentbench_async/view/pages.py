@@ -11,7 +11,7 @@ from ..analytics import behaviour as behaviour_mod
 from ..analytics.compare import Comparison, EnvComparison
 from ..analytics.configs import shown, shown_in_full
 from ..analytics.transcript import env_text, status_text, tokens_text, turn_title
-from ..analytics.failures import FAILURE_CLASSES, INFRA_CLASSES, PAPER_COLUMNS, PAPER_TITLES, class_shares
+from ..analytics.failures import FAILURE_CLASSES, INFRA_CLASSES, PAPER_COLUMNS, PAPER_TITLES, class_shares, shown_classes
 from ..analytics.html_report import CLASS_COLORS
 from ..analytics.run_settings import AGENTBENCH_SETTINGS
 from ..analytics.svg import interval_bars, stacked_bars
@@ -137,12 +137,13 @@ def _heat(share: float) -> str:
 def failures(data: q.FailureMatrix) -> Markup:
     if data.counts.is_empty():
         return note("No finished episodes yet.")
-    headers = ["model", "env", *FAILURE_CLASSES, "total"]
+    classes = shown_classes(data.counts)
+    headers = ["model", "env", *classes, "total"]
     rows = []
     for r in data.counts.iter_rows(named=True):
         cells: list[Any] = [_model(r), r["env"]]
         config = r["config_id"] if r["config"] else ""
-        for cls in FAILURE_CLASSES:
+        for cls in classes:
             n = r[cls]
             share = n / r["total"] if r["total"] else 0.0
             if n:
