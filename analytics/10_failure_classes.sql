@@ -1,7 +1,8 @@
 -- failure_classes: model x env x configuration (config_id) x failure class (see episode_outcomes): counts,
 -- share of all the model x env's episodes, and share of the model's own outcomes (infrastructure failures
 -- left out). completed_success holds every solved episode, also one whose status is not 'completed'
--- (solved_notes below counts those).
+-- (solved_notes below counts those). turns_median: the median of the model turns its episodes used (for a failure
+-- class, the turns to that failure; NULL where no episode of it counted turns).
 CREATE OR REPLACE VIEW failure_classes AS
 SELECT
     model,
@@ -13,7 +14,8 @@ SELECT
     CASE WHEN bool_or(infra) THEN NULL
          ELSE count(*) / sum(CASE WHEN bool_or(infra) THEN 0 ELSE count(*) END) OVER (PARTITION BY model, env, config_id)
     END AS share_of_agent_outcomes,
-    config_id
+    config_id,
+    median(n_turns) AS turns_median
 FROM episode_outcomes
 GROUP BY model, env, config_id, failure_class;
 

@@ -39,8 +39,10 @@ WITH counted AS (
         model,
         env,
         denominator,
-        count(*) FILTER (WHERE denominator = 'paper' OR NOT infra) AS n,
-        avg(denominator_score) AS score,
+        -- an environment whose every episode was cancelled (the run stopped before any ended) has no score: n 0, score
+        -- NULL, so it is not in OA (overall_score takes n > 0); its cancelled episodes are counted apart as ever
+        CASE WHEN bool_and(status = 'cancelled') THEN 0 ELSE count(*) FILTER (WHERE denominator = 'paper' OR NOT infra) END AS n,
+        CASE WHEN bool_and(status = 'cancelled') THEN NULL ELSE avg(denominator_score) END AS score,
         count(*) FILTER (WHERE NOT infra AND coalesce(success, false)) AS successes,
         coalesce(bool_and(denominator_score IN (0.0, 1.0)), true) AS is_binary,
         count(*) FILTER (WHERE status = 'env_error') AS env_errors,

@@ -33,7 +33,8 @@ WHERE role = 'assistant' AND turn > 0 AND NOT coalesce(injected, false)
 QUALIFY row_number() OVER (PARTITION BY run_id, episode_id ORDER BY turn DESC, seq) = 1;
 
 -- failure_reasons: for each model x env x configuration x failure class, the reasons episodes ended that way,
--- most frequent first. reason is the episode's error (else the environment's own end_reason, e.g. ltp's 'round
+-- most frequent first. reason is the label of the environment's reason taxonomy where it names one
+-- (details.failure_reason, e.g. db's 'SQL block without "Action: Operation"'), else the episode's error (else the environment's own end_reason, e.g. ltp's 'round
 -- limit reached') with numbers replaced by N and long quoted text (25+ characters) by '…', so the same parser
 -- complaint groups together while short actions stay visible; examples hold up to 3 (episode_id, error, last
 -- output: the model's own last reply, see last_replies).
@@ -52,6 +53,9 @@ WITH e AS (
             CASE WHEN b.limit_kind = 'output_budget' AND coalesce(r.last_output, '') = ''
                  THEN 'output budget exhausted'
                       || CASE WHEN b.reasoned OR coalesce(r.last_has_reasoning, false) THEN ' (reasoning)' ELSE '' END END,
+            -- the label of the environment's reason taxonomy (details.failure_reason: envs/reasons.py; the error adds the
+            -- nearest match the parser found, kept in examples), stable across runs
+            nullif(json_extract_string(o.details, '$.failure_reason'), ''),
             -- a number standing alone (counts, sizes, seconds) is N, so messages that differ only there group together;
             -- digits inside a name stay (gpt-4o-mini, claude-3-5, 127.0.0.1:8000, /v1). Twice: one match takes the
             -- separator the next one needs (1 2).

@@ -188,7 +188,8 @@ FROM e;
 -- behaviour_summary: per model x env x configuration: how the task-limit episodes failed (tle_looping of
 -- tle_episodes: loop_share; tle_stalled) and whether the model recovered after the environment refused an action
 -- (recovered of episodes_with_errors: recovery_rate), the count of each behaviour, and up to 3 example episodes
--- each of looping, stalled (task-limit episodes first), recovered and not recovered (episode_id, run_id, evidence).
+-- each of looping, stalled (task-limit episodes first), recovered and not recovered (episode_id, run_id, evidence);
+-- recovery_possible: false where no refused action was followed by another reply (the refusal ended the episode).
 CREATE OR REPLACE VIEW behaviour_summary AS
 SELECT
     model,
@@ -212,6 +213,9 @@ SELECT
          ORDER BY episode_id) FILTER (WHERE recovered)[1:3] AS recovered_examples,
     list({'episode_id': episode_id, 'run_id': run_id, 'evidence': 'first refused action at turn ' || first_invalid_turn || ', no valid one after it'}
          ORDER BY episode_id) FILTER (WHERE NOT recovered)[1:3] AS unrecovered_examples,
-    config_id
+    config_id,
+    -- whether a refused action let any episode go on (a reply after it): where the first refused reply ends the episode
+    -- (db, os, as upstream) there is no recovery to measure, and the reports say so instead of "0 of N"
+    coalesce(bool_or(first_invalid_turn < n_turns), false) AS recovery_possible
 FROM episode_behaviour
 GROUP BY model, env, config_id;

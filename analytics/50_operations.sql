@@ -1,16 +1,31 @@
--- calls: every HTTP attempt with the model and environment it served (judge calls keep their own model).
+-- calls: every HTTP attempt with the model and environment it served (judge calls keep their own model), those of
+-- earlier attempts of episodes run again included (attempt_calls: they were made and billed; earlier_attempt says which
+-- attempt, NULL for the episode's final one), and the deciding configuration (config_id, as episode_outcomes) they ran in.
 CREATE OR REPLACE VIEW calls AS
+WITH every_call AS (
+    SELECT m.*, NULL::INTEGER AS episode_attempt FROM model_calls AS m
+    UNION ALL BY NAME
+    SELECT a.* EXCLUDE (superseded_at, superseded_by) FROM attempt_calls AS a
+), every_episode AS (
+    SELECT DISTINCT run_id, episode_id, 0 AS attempt_key, model, env, fingerprint FROM episodes
+    UNION ALL
+    SELECT DISTINCT run_id, episode_id, episode_attempt AS attempt_key, model, env, fingerprint FROM episode_attempts
+)
 SELECT
-    c.*,
+    c.* EXCLUDE (episode_attempt),
     coalesce(c.model, e.model) AS call_model,
-    e.env
-FROM model_calls AS c
-LEFT JOIN (SELECT DISTINCT run_id, episode_id, model, env FROM episodes) AS e USING (run_id, episode_id);
+    e.env,
+    c.episode_attempt AS earlier_attempt,
+    CASE WHEN coalesce(getvariable('agentbench_pool'), false) THEN 'pooled' ELSE coalesce(e.fingerprint, c.run_id) END AS config_id
+FROM every_call AS c
+LEFT JOIN every_episode AS e
+    ON e.run_id = c.run_id AND e.episode_id = c.episode_id AND e.attempt_key = coalesce(c.episode_attempt, 0);
 
 -- call_usage: per model and caller (agent | judge): requests (first attempts), attempts, retries,
 -- failed attempts, tokens and latency percentiles (milliseconds); then prompt caching (input tokens read
 -- from and written to the provider's cache, and the hit share: read / input), batch mode (attempts that
--- went in a provider batch) and where the time went (answer_s, server_queue_s, limiter_wait_s).
+-- went in a provider batch) and where the time went (answer_s, server_queue_s, limiter_wait_s). One row per model x
+-- caller x deciding configuration (config_id): two configurations of a model are never pooled into one row.
 CREATE OR REPLACE VIEW call_usage AS
 SELECT
     call_model AS model,
@@ -35,7 +50,8 @@ SELECT
     -- server says so, and before sending, in the engine's limiter (NULL in files written before these columns)
     sum(latency_ms) / 1000 AS answer_s,
     sum(server_queue_ms) / 1000 AS server_queue_s,
-    sum(queue_ms) / 1000 AS limiter_wait_s
+    sum(queue_ms) / 1000 AS limiter_wait_s,
+    config_id
 FROM calls
 GROUP BY ALL;
 

@@ -42,7 +42,8 @@ WITH c AS (
         coalesce(c.output_tokens, 0) AS output_tokens,
         p.price_in, p.price_out, p.price_cached_in, p.price_cache_write,
         CASE WHEN c.batch_id IS NOT NULL THEN coalesce(p.batch_discount, 0.5) ELSE 0 END AS discount,
-        p.price_in IS NOT NULL OR p.price_out IS NOT NULL AS priced
+        p.price_in IS NOT NULL OR p.price_out IS NOT NULL AS priced,
+        c.config_id
     FROM calls AS c
     LEFT JOIN model_prices AS p ON p.run_id = c.run_id AND p.model = c.call_model
 ), priced AS (
@@ -62,7 +63,8 @@ SELECT
     cost_no_batch_usd * (1 - discount) AS cost_usd,      -- what was billed
     cost_no_batch_usd,                                   -- the same calls without batch mode
     cost_list_usd * (1 - discount) AS cost_no_cache_usd, -- ... without prompt caching
-    cost_list_usd                                        -- ... without either
+    cost_list_usd,                                       -- ... without either
+    config_id                                            -- the deciding configuration the call ran in (calls.config_id)
 FROM priced;
 
 -- cost_by_model_env: per model (the model that served the calls: a judge has its own rows) x environment:

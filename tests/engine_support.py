@@ -29,6 +29,9 @@ def echo_config(out: Path, base_url: str, *, models: list[dict[str, Any]] | None
         "envs": ["echo"],
         "split": "dev",
         "models": [{"base_url": base_url, "task_header": True, **fast, **m} for m in models],
+        # the tests of what an infrastructure failure leaves see it as it happens; the retry within the run (on by default)
+        # has its own tests (test_attempts_kept.py), which set it
+        "infra_retries": 0,
         **settings,
     }
     return build_config(raw, where="test")

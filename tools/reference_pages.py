@@ -238,6 +238,10 @@ def schema_page() -> str:
     for name, columns in tables.items():
         parts.append(f"### `{name}`\n")
         own = comments.get(name, {})
+        if name in schema.ATTEMPT_TABLES:  # an earlier attempt's rows: its main table's columns, and which attempt
+            source = schema.ATTEMPT_TABLES[name]
+            own = {c: f"as in `{source}`: {text}" for c, text in comments.get(source, {}).items()}
+            own.update({c: meaning for c, _, meaning in schema.ATTEMPT_COLUMNS})
         rows = [[_code(c), _code(t), own.get(c) or (f"as in `turns`: {comments['turns'].get(c, '')}" if name == "live_turns" else "")]
                 for c, t in columns]  # fmt: skip
         parts.append(_table(["column", "type", "meaning"], rows))

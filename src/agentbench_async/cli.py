@@ -78,6 +78,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--limit", type=int, help="only the first N tasks of each environment")
     run.add_argument("--repeats", type=int, help="run every task K times (pass@k, pass^k)")
     run.add_argument("--max-concurrency", type=int, help="episodes in flight in total (default 256)")
+    run.add_argument("--infra-retries", type=int, help="run an episode that ended env_error/model_error again up to N times "
+                     "within the run, the earlier attempts kept (default 2; 0: never)")
     run.add_argument("--rpm", type=int, help="requests per minute for the model")
     run.add_argument("--tpm", type=int, help="tokens per minute for the model")
     run.add_argument("--max-retries", type=int, help="retries per model call (default 5)")
@@ -243,7 +245,7 @@ def _run_settings(args: argparse.Namespace) -> dict[str, Any]:
     raw: dict[str, Any] = load_config_file(args.config) if args.config else {}
     for flag, key in (("env", "envs"), ("split", "split"), ("limit", "limit"), ("repeats", "repeats"),
                       ("max_concurrency", "max_concurrency"), ("data_dir", "data_dir"), ("action_mode", "action_mode"),
-                      ("history", "history"), ("out", "out")):  # fmt: skip
+                      ("history", "history"), ("out", "out"), ("infra_retries", "infra_retries")):  # fmt: skip
         value = getattr(args, flag)
         if value is not None:
             raw[key] = value
@@ -432,7 +434,7 @@ def _execute(cfg: RunConfig, *, progress: bool | None, command: str, skip_unavai
         markup=False, highlight=False,
     )
     pace = summary.pace.lines(cfg.models, cfg.judge, cfg.max_concurrency)
-    for line in [*summary.model_error_lines(), *summary.retry_after_lines(), *summary.adaptation_lines(), *pace]:
+    for line in [*summary.model_error_lines(), *summary.retry_lines(), *summary.retry_after_lines(), *summary.adaptation_lines(), *pace]:
         _err.print(line, markup=False, highlight=False, soft_wrap=True)  # one line each, for grep
     if cfg.action_mode == "tools" and summary.episodes:
         from .analytics.commands import tool_hints

@@ -60,6 +60,11 @@ class RunConfig:
     # limit, a selection of the same results (not in the fingerprint); None: every task
     task_ids: tuple[str, ...] | None = None
     ray: RaySettings | None = None  # where episodes run: None = this process (distributed/__init__.py)
+    # an episode that ended env_error/model_error is run again within the run up to this many times (scheduler.py), the
+    # earlier attempts kept, before it is scored, as AgentBench v0.2's assigner re-ran failed samples (operational: not in
+    # the fingerprint); 0: never (a resume still re-runs them)
+    infra_retries: int = 2
+    infra_retry_backoff_s: float = 5.0  # seconds before the first of those retries, doubling for each next one (at most 300)
     # spend caps of the whole run (spend.py; operational: not in the fingerprint)
     max_cost: float | None = None  # USD at the models' prices: no new call once the run's calls cost this (earlier invocations included)
     max_total_tokens: int | None = None  # the same in input + output tokens of every call
@@ -99,6 +104,7 @@ class RunConfig:
             public["ray"] = self.ray.public_dict()
         if self.task_ids is not None:  # which tasks were picked (a selection, like limit: not in the fingerprint)
             public["task_ids"] = list(self.task_ids)
+        public["infra_retries"], public["infra_retry_backoff_s"] = self.infra_retries, self.infra_retry_backoff_s
         for key in ("max_cost", "max_total_tokens"):  # the run's spend caps (operational, as limit)
             if getattr(self, key) is not None:
                 public[key] = getattr(self, key)
@@ -166,7 +172,7 @@ def _without_credentials(env_options: dict[str, dict[str, Any]]) -> dict[str, di
 
 _TOP_KEYS = {
     "out", "models", "envs", "split", "limit", "repeats", "max_concurrency", "data_dir", "action_mode",
-    "history", "judge", "env_options", "seed", "ray", "tasks", "task_ids", "max_cost", "max_total_tokens", EPISODE_LIMITS,
+    "history", "judge", "env_options", "seed", "ray", "tasks", "task_ids", "infra_retries", "infra_retry_backoff_s", "max_cost", "max_total_tokens", EPISODE_LIMITS,
 }  # fmt: skip
 
 
@@ -379,7 +385,7 @@ def build_config(raw: dict[str, Any], *, where: str = "config") -> RunConfig:
     if history not in POLICY_NAMES:
         raise ConfigError(f"{where}: history {shown(history)} is not one of {', '.join(POLICY_NAMES)}")
     ints = {}
-    for key, minimum in (("limit", 1), ("repeats", 1), ("max_concurrency", 1), ("seed", 0)):
+    for key, minimum in (("limit", 1), ("repeats", 1), ("max_concurrency", 1), ("seed", 0), ("infra_retries", 0)):
         value = raw.get(key)
         if value is None:
             continue
@@ -434,6 +440,8 @@ def build_config(raw: dict[str, Any], *, where: str = "config") -> RunConfig:
         seed=ints.get("seed", 0),
         ray=ray_settings(raw.get("ray"), where=where),
         task_ids=_task_ids(raw.get("task_ids"), where),
+        infra_retries=ints.get("infra_retries", 2),
+        infra_retry_backoff_s=_backoff(raw.get("infra_retry_backoff_s", 5.0), where),
         **_spend_settings(raw, models, judge, where),
     )
 
@@ -455,6 +463,13 @@ def _spend_settings(raw: dict[str, Any], models: list[ModelConfig], judge: Model
             raise ConfigError(f"{where}: {what} needs the prices of model {shown(model.name)}: set price_in and price_out (USD per 1M "
                               f"tokens) in its config, or --price {model.name}=IN,OUT")  # fmt: skip
     return settings
+
+
+def _backoff(raw: Any, where: str) -> float:
+    """``infra_retry_backoff_s``: seconds >= 0 before the first retry of an infrastructure failure."""
+    if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not 0 <= raw <= 3600:
+        raise ConfigError(f"{where}: infra_retry_backoff_s must be a number of seconds from 0 to 3600, got {shown(raw)}")
+    return float(raw)
 
 
 def _task_ids(raw: Any, where: str) -> tuple[str, ...] | None:

@@ -26,6 +26,7 @@ import aiohttp
 from rich.console import Console
 
 from . import __version__
+from . import statuses as st
 from .config import RunConfig
 from .envs import make_env
 from .envs.base import Environment, Task
@@ -71,6 +72,15 @@ class RunSummary:
     pace: PaceTally = field(default_factory=PaceTally)  # what waited on the engine's limits (pace.py)
     cap_reached: str | None = None  # the run stopped at its spend cap (spend.py): the one line saying which and how much
     spend: SpendMeter | None = None  # tokens and USD of the run (this file's earlier invocations included)
+    retried: Counter[str] = field(default_factory=Counter)  # "status: error" of attempts run again within the run -> count
+
+    def retry_lines(self) -> list[str]:
+        """One line on the infrastructure failures run again within this invocation (kept as earlier attempts)."""
+        if not self.retried:
+            return []
+        (reason, n), total = self.retried.most_common(1)[0], sum(self.retried.values())
+        return [f"{total} attempt{'s' if total != 1 else ''} ended by an infrastructure failure run again (kept in episode_attempts); "
+                f"most common ({n}x): {reason}"]  # fmt: skip
 
     def model_error_lines(self) -> list[str]:
         """One line per model with model_error episodes, naming its most common error."""
@@ -105,6 +115,9 @@ def _start_failure(name: str, exc: BaseException) -> str:
 def _start_error(start: asyncio.Task[None]) -> BaseException | None:
     """Why an ended start failed (None: it succeeded)."""
     return asyncio.CancelledError("the start was cancelled") if start.cancelled() else start.exception()
+
+
+_MAX_RETRY_WAIT_S = 300.0  # the longest wait before an infrastructure failure is run again
 
 
 def raise_open_file_limit(wanted: int = 65536) -> int:
@@ -496,15 +509,49 @@ class Evaluation:
                    summary: RunSummary, global_sem: ModelPlaces, env_sem: ModelPlaces) -> None:  # fmt: skip
         self.progress.started(spec.model, env.name)
         try:
-            try:
-                live = self.progress.counting(spec.model, env.name, spec.episode_id, writer.live_sink(spec.episode_id, spec.model, env.name))
-                record = await run_episode(env, spec, agent, judge, live=live)
-            except EpisodeCancelled as cancelled:
-                record = cancelled.record
+            record = await self._attempts(lambda: self._play(env, spec, agent, judge, writer), writer, summary)
+            assert record is not None  # (a local attempt always ends with a record)
             self._finish(record, writer, summary)
         finally:
             global_sem.release()
             env_sem.release()
+
+    async def _attempts(self, play: Callable[[], Awaitable[EpisodeRecord | None]], writer: EpisodeWriter,
+                        summary: RunSummary) -> EpisodeRecord | None:  # fmt: skip
+        """The episode's last attempt: an infrastructure failure is run again (holding its places) after a wait, as
+        AgentBench v0.2's assigner re-ran failed samples; each failed attempt is stored, and kept when the next one replaces
+        it (store/writer.py). None: ``play`` had no record (a distributed episode whose worker was lost)."""
+        record, attempt = await play(), 1
+        while record is not None and (wait := self._retry_wait(record, attempt)) is not None:
+            try:
+                await asyncio.sleep(wait)
+            except asyncio.CancelledError:
+                break  # the run is stopping: the failed attempt is stored as it is (a resume runs it again)
+            if self._retry_wait(record, attempt) is None:
+                break  # meanwhile the model was stopped or the run is stopping: stored as it is
+            writer.submit(record)
+            summary.retried[f"{record.status}: {' '.join((record.error or 'no message').split())[:160]}"] += 1
+            attempt += 1
+            record = await play()
+        return record
+
+    async def _play(self, env: Environment, spec: EpisodeSpec, agent: AgentFn, judge: AgentFn | None, writer: EpisodeWriter) -> EpisodeRecord:
+        """One attempt of an episode (cancelled: what it had when the run stopped)."""
+        try:
+            live = self.progress.counting(spec.model, env.name, spec.episode_id, writer.live_sink(spec.episode_id, spec.model, env.name))
+            return await run_episode(env, spec, agent, judge, live=live)
+        except EpisodeCancelled as cancelled:
+            return cancelled.record
+
+    def _retry_wait(self, record: EpisodeRecord, attempt: int) -> float | None:
+        """Seconds to wait before running ``record``'s episode again (its ``attempt`` ended it), or None: no retry. Only an
+        infrastructure failure that may pass is retried (env_error, model_error; not a permanent refusal, nor once the model
+        is stopped or the run stopping), ``infra_retries`` times at most, the wait doubling from ``infra_retry_backoff_s``."""
+        cfg = self.config
+        if (attempt > cfg.infra_retries or record.status not in (st.ENV_ERROR, st.MODEL_ERROR) or self._stopping.is_set()
+                or record.details.get("permanent") or record.details.get("fatal") or record.model in self._disabled_models):  # fmt: skip
+            return None
+        return min(cfg.infra_retry_backoff_s * 2 ** (attempt - 1), _MAX_RETRY_WAIT_S)
 
     def _submit(self, record: EpisodeRecord, writer: EpisodeWriter, summary: RunSummary) -> None:
         """Write ``record``. A permanent refusal is held while it may turn out to be what the server says to every request

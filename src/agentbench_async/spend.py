@@ -260,12 +260,15 @@ class SpendMeter:
 
 def stored_spend(con: Any, fingerprint: str) -> list[tuple[str, bool, int, int, int, int, int]]:
     """Per model and whether in a provider batch, the answered calls a file holds for a configuration: (model, batched,
-    calls, input, output, cache read, cache write tokens): what earlier invocations of the run spent."""
+    calls, input, output, cache read, cache write tokens): what earlier invocations of the run spent, the calls of earlier
+    attempts of episodes run again included (attempt_calls: they were billed too)."""
     rows = con.execute(
         """SELECT c.model, c.batch_id IS NOT NULL, count(*), sum(coalesce(c.input_tokens, 0)), sum(coalesce(c.output_tokens, 0)),
                   sum(coalesce(c.cache_read_tokens, 0)), sum(coalesce(c.cache_write_tokens, 0))
-           FROM model_calls AS c JOIN episodes AS e USING (run_id, episode_id)
-           WHERE e.fingerprint = ? AND c.input_tokens IS NOT NULL AND c.model IS NOT NULL
+           FROM (SELECT run_id, model, batch_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens FROM model_calls
+                 UNION ALL
+                 SELECT run_id, model, batch_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens FROM attempt_calls) AS c
+           WHERE c.run_id IN (SELECT run_id FROM runs WHERE fingerprint = ?) AND c.input_tokens IS NOT NULL AND c.model IS NOT NULL
            GROUP BY ALL""",
         [fingerprint],
     ).fetchall()

@@ -83,4 +83,5 @@ def test_a_model_with_only_cancelled_episodes_of_an_environment_leaves_nothing_t
     data = _json(path)
     assert data["compared_on"]["line"].startswith("0 of 3 tasks finished by every model; compared on those")
     assert data["scores"] == [] and data["overall"] == []
-    assert {(r["model"], r["n"]) for r in data["every_finished_episode"]["scores"]} == {("alpha", 3), ("beta", 3)}
+    # beta's os has only cancelled episodes: no score (n 0), never 0.0 out of 3 (issue 48)
+    assert {(r["model"], r["n"], r["score"]) for r in data["every_finished_episode"]["scores"]} == {("alpha", 3, 1.0), ("beta", 0, None)}

@@ -22,7 +22,8 @@ from agentbench_async.mock.server import MockModelServer, MockOptions
 from agentbench_async.models.base import retry_after_seconds, retryable_status, server_pause
 
 SDK = json.loads((Path(__file__).resolve().parents[1] / "fixtures" / "conventions" / "sdk_retries.json").read_text(encoding="utf-8"))
-RUN = ["run", "--task-header", "--env", "echo", "--split", "dev", "--no-progress", "--max-concurrency", "1", "--model", "mock-oracle"]
+RUN = ["run", "--task-header", "--env", "echo", "--split", "dev", "--no-progress", "--max-concurrency", "1", "--model", "mock-oracle",
+       "--infra-retries", "0"]  # the requests of one attempt, as the SDK sends them (the retry within the run: test_attempts_kept.py)
 
 
 class _Scripted:

@@ -19,7 +19,7 @@ from support import OFFICIAL_DATA, require
 
 from agentbench_async.envs import make_env
 from agentbench_async.envs.base import EpisodeContext
-from agentbench_async.envs.os_interaction import START_TABS_NOTE
+from agentbench_async.envs.os_interaction import START_TABS_NOTE, UNSOLVABLE_START
 from agentbench_async.types import ModelReply
 
 
@@ -85,6 +85,7 @@ async def test_this_project_s_shell_does_the_same_and_says_so() -> None:
         assert "No such file or directory" in seen  # the writer never wrote
         done = await session.step(ModelReply(content="Think: done.\n\nAct: answer(1)"))
         assert done.outcome is not None and done.outcome.details["start_note"] == START_TABS_NOTE
+        assert done.outcome.details["unsolvable_as_shipped"] == UNSOLVABLE_START  # every report names the task and why
         await session.close()
     finally:
         await env.close()

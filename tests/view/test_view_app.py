@@ -262,14 +262,20 @@ async def test_compare_two_models_of_a_file_and_one_model_of_two_files(known_fil
     async with viewer([known_file, other]) as base:
         _, page, _ = await get(base + "/compare?fa=1&ma=alpha&fb=2&mb=alpha")
         _, same, _ = await get(base + "/compare?fa=1&ma=alpha&fb=1&mb=alpha")
-        links = re.findall(r'<a href="(/episode\?[^"]+)"', page)
+        links = re.findall(r'<a href="(/episode\?[^"]+)"', page.split('data-table="flips"')[1])  # the flips table's
         _, flipped, _ = await get(base + html.unescape(links[1]))
+        # the failure-class changes beside them: a matrix A class x B class whose counts link an example of A
+        matrix = page.split('data-table="class-changes"')[1].split("</table>")[0]
+        _, example, _ = await get(base + html.unescape(re.findall(r'<a href="(/episode\?[^"]+)"', matrix)[0]))
     text = _text(page)
     assert across.total.a_only == 2 * REPEATS and f"{across.total.a_only} tasks only A solved, 0 only B solved" in text
     assert "A = alpha (known.duckdb) vs B = alpha (known.duckdb)" in text
     assert "same model of the same file" in _text(same)
     assert "file=1" in links[0] and "file=2" in links[1]
     assert f"file {other}" in _text(flipped) and "status completed (wrong)" in _text(flipped)
+    changed = across.class_changes.filter(across.class_changes["class_b"] == "completed_wrong")
+    assert "Failure-class changes" in text and changed["episodes"].sum() == 2 * REPEATS
+    assert "file=1" in matrix and f"file {known_file}" in _text(example)
 
 
 async def test_live_page_of_finished_files(known_file: Path, tmp_path: Path) -> None:

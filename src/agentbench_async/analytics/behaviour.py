@@ -29,6 +29,14 @@ def share_text(part: int, whole: int) -> str:
     return "–" if not whole else f"{part} of {whole} ({100 * part / whole:.0f}%)"
 
 
+def recovery_text(row: dict[str, Any]) -> str:
+    """A ``behaviour_summary`` row's recovery after a refused action: ``'3 of 14 (21%)'``; where every refused action
+    ended its episode (db, os: as upstream) there was nothing to recover in, and it says so."""
+    if row.get("episodes_with_errors") and row.get("recovery_possible") is False:
+        return "– (a refused action ends the episode)"
+    return share_text(row["recovered"], row["episodes_with_errors"])
+
+
 def examples(row: dict[str, Any], per_kind: int = 3) -> list[tuple[str, dict[str, Any]]]:
     """(kind, example) of a ``behaviour_summary`` row: up to ``per_kind`` each of its looping, stalled, recovered and
     unrecovered episodes (each with episode_id, run_id, evidence), in that order."""

@@ -46,6 +46,9 @@ class Comparison:
     only_a: int  # episodes without a partner in B
     only_b: int
     infra_pairs: int  # pairs left out because one side was an infrastructure failure
+    # pairs whose failure class differs (invalid_format -> completed_wrong, ...), one row per (class_a, class_b):
+    # episodes, the environments, an example task (env/task_id/repeat); the matrix A class x B class (class_matrix)
+    class_changes: pl.DataFrame | None = None
 
 
 @dataclass(frozen=True)
@@ -155,7 +158,32 @@ def compare_results(res_a: Results, res_b: Results, side_a: Side, side_b: Side, 
         .when(pl.col("score_a") > pl.col("score_b")).then(pl.lit(f"{label_a} higher"))
         .otherwise(pl.lit(f"{label_b} higher")).alias("direction")
     ).select(*KEY, "class_a", "score_a", "class_b", "score_b", "direction", "run_a", "run_b")
-    return Comparison(label_a, label_b, per_env, _summarise("all", pairs), flips, only_a, only_b, infra)
+    return Comparison(label_a, label_b, per_env, _summarise("all", pairs), flips, only_a, only_b, infra, _class_changes(pairs))
+
+
+def _class_changes(pairs: pl.DataFrame) -> pl.DataFrame:
+    """Paired episodes whose failure class differs, counted per (class_a, class_b), most first, with an example task."""
+    changed = pairs.filter(pl.col("class_a") != pl.col("class_b")).sort(KEY)
+    return (
+        changed.group_by("class_a", "class_b", maintain_order=True)
+        .agg(pl.len().alias("episodes"), pl.col("env").unique().sort().str.join(", ").alias("envs"),
+             pl.format("{}/{}/{}/{}", "env", "split", "task_id", "repeat").first().alias("example"),
+             pl.col("run_a").first().alias("example_run_a"), pl.col("run_b").first().alias("example_run_b"))  # fmt: skip
+        .sort(["episodes", "class_a", "class_b"], descending=[True, False, False])
+    )
+
+
+def class_matrix(changes: pl.DataFrame) -> tuple[list[str], list[str], dict[tuple[str, str], int]]:
+    """The failure-class changes as a matrix: A's classes (rows), B's (columns), (class_a, class_b) -> pairs."""
+    cells = {(r["class_a"], r["class_b"]): r["episodes"] for r in changes.iter_rows(named=True)}
+    return sorted({a for a, _ in cells}), sorted({b for _, b in cells}), cells
+
+
+def class_change_lines(cmp: Comparison, most: int = 10) -> list[str]:
+    """``N pairs: invalid_format (A) -> completed_wrong (B), e.g. db/dev/3/0`` for the most common changes."""
+    changes = cmp.class_changes if cmp.class_changes is not None else pl.DataFrame()
+    return [f"{r['episodes']} pair{'s' if r['episodes'] != 1 else ''}: {r['class_a']} (A) -> {r['class_b']} (B) in {r['envs']}, "
+            f"e.g. {r['example']}" for r in changes.head(most).iter_rows(named=True)]  # fmt: skip
 
 
 def _p(p: float) -> str:
@@ -185,6 +213,7 @@ def render_comparison(cmp: Comparison, console: Console, max_flips: int = 40) ->
         extra.append(f"{cmp.only_a} episodes only in A, {cmp.only_b} only in B (not paired)")
     if extra:
         console.print("; ".join(extra) + ".")
+    _render_class_changes(cmp, console)
     if cmp.flips.is_empty():
         console.print("No task flipped.")
         return
@@ -195,3 +224,22 @@ def render_comparison(cmp: Comparison, console: Console, max_flips: int = 40) ->
         flips.add_row(r["env"], r["task_id"], str(r["repeat"]), r["class_a"], f"{r['score_a']:g}", r["class_b"], f"{r['score_b']:g}",
                       r["direction"])
     print_table(console, flips, keys=2)
+
+
+def _render_class_changes(cmp: Comparison, console: Console) -> None:
+    """The failure-class changes between A and B: the matrix A class x B class, and the most common changes in words."""
+    changes = cmp.class_changes if cmp.class_changes is not None else pl.DataFrame()
+    if changes.is_empty():
+        console.print("No paired episode changed failure class.")
+        return
+    rows, cols, cells = class_matrix(changes)
+    table = Table(title=f"Failure-class changes ({int(changes['episodes'].sum())} pairs): A class (rows) x B class (columns)",
+                  title_justify="left")  # fmt: skip
+    table.add_column("A \\ B")
+    for col in cols:
+        table.add_column(col, justify="right")
+    for row in rows:
+        table.add_row(row, *[str(cells.get((row, col), "")) for col in cols])
+    print_table(console, table, keys=1)
+    for line in class_change_lines(cmp):
+        console.print(line, markup=False, highlight=False)

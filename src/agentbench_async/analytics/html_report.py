@@ -167,7 +167,7 @@ def _behaviour_section(report: Report) -> str:
         shown_examples = "; ".join(f"{kind}: {e['episode_id']} ({e['evidence']})" for kind, e in behaviour.examples(r, per_kind=1))
         rows.append([shown(r), r["env"], behaviour.share_text(r["tle_looping"], r["tle_episodes"]),
                      behaviour.share_text(r["tle_stalled"], r["tle_episodes"]),
-                     behaviour.share_text(r["recovered"], r["episodes_with_errors"]), shown_examples])
+                     behaviour.recovery_text(r), shown_examples])
     return ("<h2>How episodes failed</h2>"
             f'<p class="note">{escape(behaviour.NOTE)} See one episode with <code>agentbench show FILE EPISODE_ID</code> '
             "or click through in <code>agentbench view</code>.</p>"
@@ -251,7 +251,7 @@ def _cost_table(report: Report) -> str:
 def _operations_section(report: Report) -> str:
     if report.usage.is_empty():
         return ""
-    usage = [[r["model"], r["caller"], r["requests"], r["attempts"], r["retries"], r["failed_attempts"], r["input_tokens"],
+    usage = [[shown(r) if r["model"] else None, r["caller"], r["requests"], r["attempts"], r["retries"], r["failed_attempts"], r["input_tokens"],
               r["output_tokens"], None if r.get("cache_hit_share") is None else f"{100 * r['cache_hit_share']:.0f}",
               "no price" if r["cost_usd"] is None else f"{r['cost_usd']:.4f}",
               *[ms(r[c]) for c in ("latency_p50_ms", "latency_p90_ms", "latency_p99_ms", "latency_max_ms")]]
@@ -302,7 +302,8 @@ def render_html(report: Report) -> str:
         "<h1>AgentBench report</h1>",
         f'<p class="note">Generated {generated} from {counted(len(report.files), "file")}: {escape(", ".join(report.files))}.</p>',
         _table(["run", "created", "command", "version", "episodes", "file"], runs, left=6),
-        *[f'<p class="deviations">{escape(line)}</p>' for line in notes.run_state_lines(report.run_states, report.resume)],
+        *[f'<p class="deviations">{escape(line)}</p>' for line in [*notes.run_state_lines(report.run_states, report.resume), *notes.attempt_lines(report.attempts),
+                                                                    *notes.unsolvable_lines(report.unsolvable)]],
         _settings_section(report),
     ]
     if report.class_counts.is_empty():

@@ -24,7 +24,7 @@ import polars as pl
 
 from ..errors import AgentBenchError, StoreError
 from ..store.live import LIVE_TURNS_DDL, LiveStatus, create_live_views, read_manifest, read_status
-from ..store.schema import ADDED_COLUMNS, create_views
+from ..store.schema import ADDED_COLUMNS, ATTEMPT_TABLES, attempt_extra_columns, create_views
 
 TABLES: tuple[str, ...] = ("runs", "episodes", "turns", "model_calls")
 _OPTIONAL_TABLES: tuple[str, ...] = ("live_turns",)  # files written before it existed read as empty
@@ -242,7 +242,7 @@ def _columns(con: duckdb.DuckDBPyConnection, database: str, schema: str, table: 
 def _missing_columns(present: set[str], table: str) -> str:
     """NULL columns for what a file written by an older version lacks (e.g. ``episodes.paper_status``), so the
     views see the current schema whatever the files' ages (``live_turns`` has every column of ``turns``)."""
-    like = "turns" if table == "live_turns" else table
+    like = "turns" if table == "live_turns" else ATTEMPT_TABLES.get(table, table)  # (an attempt table has its main table's columns)
     return "".join(f", NULL::{sql_type} AS {column}" for t, column, sql_type in ADDED_COLUMNS if t == like and column not in present)
 
 
@@ -270,10 +270,16 @@ def _open_once(paths: list[Path]) -> tuple[duckdb.DuckDBPyConnection, list[Path]
         con.execute("USE memory._declared")
         con.execute(LIVE_TURNS_DDL)  # the empty live_turns of files written before it existed
         con.execute("USE memory.main")
-        for table in (*TABLES, *_OPTIONAL_TABLES):
+        for table in (*TABLES, *_OPTIONAL_TABLES, *ATTEMPT_TABLES):
             parts = []
             for path, (database, schema, _) in zip(paths, sources):
                 present = _columns(con, database, schema, table)
+                if not present and table in ATTEMPT_TABLES:  # a file without earlier attempts (older, or read live): none
+                    source = ATTEMPT_TABLES[table]
+                    present = _columns(con, database, schema, source)
+                    parts.append(f"SELECT *{_missing_columns(present, source)}{attempt_extra_columns()}, {_sql_str(str(path))} AS source_file "
+                                 f"FROM {database}.{schema}.{source} WHERE false")  # fmt: skip
+                    continue
                 relation = f"{database}.{schema}.{table}" if present else f"memory._declared.{table}"
                 parts.append(f"SELECT *{_missing_columns(present, table) if present else ''}, {_sql_str(str(path))} AS source_file FROM {relation}")
             con.execute(f"CREATE VIEW {table} AS " + " UNION ALL BY NAME ".join(parts))

@@ -61,6 +61,35 @@ def solved_lines(solved: pl.DataFrame | None) -> list[str]:
             for r in (solved if solved is not None else pl.DataFrame()).iter_rows(named=True)]
 
 
+def attempt_lines(attempts: pl.DataFrame | None) -> list[str]:
+    """Episodes run again after an infrastructure failure (the ``attempt_summary`` view, labelled): how many needed more
+    than one attempt and why; the earlier attempts are kept (``earlier_attempts``), the scores count the final one."""
+    lines = []
+    for r in (attempts if attempts is not None else pl.DataFrame()).iter_rows(named=True):
+        still = f"{r['still_failing']:,} still failing (shown apart, not scored)" if r["still_failing"] else "none still failing"
+        lines.append(f"{shown(r)} · {r['env']}: {counted(r['retried'], 'episode')} needed more than one attempt "
+                     f"({counted(r['earlier_attempts'], 'earlier attempt')} kept, {counted(r['failed_calls'], 'failed call')}; most "
+                     f"common: {r['top_reason']}); {r['recovered']:,} scored on a later attempt, {still}")  # fmt: skip
+    return lines
+
+
+def unsolvable_lines(unsolvable: pl.DataFrame | None) -> list[str]:
+    """Tasks that cannot be solved as AgentBench ships them (the ``unsolvable_tasks`` view), one line per environment and
+    reason: which tasks, how many of their episodes were solved anyway (by a guess), and why."""
+    frame = unsolvable if unsolvable is not None else pl.DataFrame()
+    if frame.is_empty():
+        return []
+    lines = []
+    for (env, reason), group in frame.group_by("env", "reason", maintain_order=True):
+        tasks = sorted(set(group["task_id"].to_list()))
+        episodes, solved = int(group["episodes"].sum()), int(group["solved"].sum())
+        lines.append(f"{env}: {counted(len(tasks), 'task')} cannot be solved as AgentBench ships them ({', '.join(tasks)}): "
+                     f"{reason}; {counted(episodes, 'episode')} of them scored as AgentBench scores them ({solved:,} solved "
+                     "anyway, by a guess)")  # fmt: skip
+    return sorted(lines)
+
+
+
 def score_rule_lines(scores: pl.DataFrame | None) -> list[str]:
     """How each db score was computed (``env_scores.score_rule``): AgentBench v0.2's mean of the SELECT, INSERT and UPDATE
     accuracies, or the mean over episodes where a subset lacks a category (and why)."""

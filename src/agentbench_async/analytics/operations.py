@@ -20,14 +20,14 @@ def usage_table(res: Results, prices: Prices | None = None) -> pl.DataFrame:
     ``prices`` (USD per 1M input/output tokens per model name, e.g. given on a command line) replace a model's
     configured ``price_in``/``price_out`` (its cached-input and cache-write prices become ``price_in``).
     """
-    usage = res.call_usage.sort("model", "caller")
+    usage = res.call_usage.sort("model", "caller", "config_id")
     overrides = list((prices or {}).items())
     values = " UNION ALL ".join("SELECT ?::VARCHAR AS model, ?::DOUBLE AS p_in, ?::DOUBLE AS p_out" for _ in overrides)
     params = [v for name, (p_in, p_out) in overrides for v in (name, p_in, p_out)]
     costs = res.sql(
         f"""
         WITH o AS ({values or "SELECT NULL::VARCHAR AS model, NULL::DOUBLE AS p_in, NULL::DOUBLE AS p_out WHERE false"})
-        SELECT k.model, k.caller,
+        SELECT k.model, k.caller, k.config_id,
                sum(CASE WHEN o.model IS NULL THEN k.cost_usd
                         ELSE token_cost_usd(k.input_tokens - k.cache_read_tokens - k.cache_write_tokens, k.cache_read_tokens,
                                             k.cache_write_tokens, k.output_tokens, o.p_in, NULL, NULL, o.p_out) * (1 - k.batch_discount)
@@ -37,7 +37,7 @@ def usage_table(res: Results, prices: Prices | None = None) -> pl.DataFrame:
         """,
         params,
     )
-    return usage.join(costs, on=["model", "caller"], how="left", nulls_equal=True)
+    return usage.join(costs, on=["model", "caller", "config_id"], how="left", nulls_equal=True)
 
 
 def cost_table(res: Results) -> pl.DataFrame:
@@ -131,15 +131,19 @@ def limit_lines(res: Results) -> list[str]:
 
 
 def _waits(res: Results) -> dict[str | None, str]:
-    """model -> ``; calls answered in 907 s, 248 s of it in the server's queue; 12 s waiting in the engine's limiter
-    before sending`` (the parts known: the server's queue only where it says so)."""
-    frame = res.call_usage.group_by("model").agg(pl.col("answer_s").sum(), pl.col("server_queue_s").sum(),
-                                                 pl.col("limiter_wait_s").sum(), pl.col("server_queue_s").is_not_null().any().alias("said"))
+    """model -> ``; calls answered in 907 s (summed latency of every call) within 75 min of wall time from its first call
+    to its last, 248 s of it in the server's queue; 12 s waiting in the engine's limiter before sending`` (the parts known:
+    the server's queue only where it says so). Calls overlap: the summed latency can exceed the wall time many times."""
+    frame = res.call_usage.group_by("model").agg(pl.col("answer_s").sum(), pl.col("server_queue_s").sum(),  # a model's calls in all
+                                                 pl.col("limiter_wait_s").sum(), pl.col("server_queue_s").is_not_null().any().alias("said"),
+                                                 pl.col("first_call_at").min(), pl.col("last_call_at").max())  # fmt: skip
     out = {}
     for r in frame.iter_rows(named=True):
         if not r["answer_s"]:
             continue
-        text = f"; calls answered in {duration(r['answer_s'])}"
+        text = f"; calls answered in {duration(r['answer_s'])} (summed latency of every call)"
+        if r["first_call_at"] is not None and r["last_call_at"] is not None:
+            text += f" within {duration((r['last_call_at'] - r['first_call_at']).total_seconds())} of wall time from the first call's start to the last's"
         if r["said"]:
             text += f", {duration(r['server_queue_s'])} of it in the server's queue"
         if (r["limiter_wait_s"] or 0) >= 0.5:

@@ -11,6 +11,7 @@ import polars as pl
 
 from . import behaviour, configs, failures, operations, repeats, run_settings, scores
 from .compared import ComparedOn, compared_on, on_common_tasks
+from .failures import KEYS
 from .loading import Results
 from .operations import Prices
 
@@ -48,6 +49,8 @@ class Report:
     # Models unevenly done (a run still going or interrupted): scores and overall above are over the tasks every compared
     # model has finished (compared.py); these are each model's over every episode it finished. None when even.
     compared: ComparedOn | None = None
+    attempts: pl.DataFrame | None = None  # attempt_summary: episodes that needed more than one attempt, and why
+    unsolvable: pl.DataFrame | None = None  # unsolvable_tasks: tasks that cannot be solved as AgentBench ships them, and why
     scores_all: pl.DataFrame | None = None
     overall_all: pl.DataFrame | None = None
 
@@ -90,6 +93,8 @@ class Report:
             "behaviour": _rows(self.behaviour) if self.behaviour is not None else [],
             "repeats": {"pass_k": _rows(self.pass_k), "spread": _rows(self.spread)},
             "resume": _rows(self.resume) if self.resume is not None else [],
+            "attempts": _rows(self.attempts) if self.attempts is not None else [],
+            "unsolvable_tasks": _rows(self.unsolvable) if self.unsolvable is not None else [],
             "operations": {
                 "usage": _rows(self.usage),
                 "http_statuses": _rows(self.statuses),
@@ -161,7 +166,7 @@ def build_report(res: Results, prices: Prices | None = None, denominator: str = 
         turns_used=res.turns_used.sort("model", "env", "config_id", "n_turns"),
         pass_k=configs.with_labels(repeats.pass_k_table(res, denominator), table),
         spread=configs.with_labels(repeats.spread_table(res, denominator), table),
-        usage=operations.usage_table(res, prices),
+        usage=configs.with_labels(operations.usage_table(res, prices), configs.overall_labels(table), keys=("model",)),
         statuses=operations.status_table(res),
         throughput=operations.throughput_table(res),
         reasoning=operations.reasoning_table(res),
@@ -171,6 +176,8 @@ def build_report(res: Results, prices: Prices | None = None, denominator: str = 
         solved=configs.with_labels(failures.solved_notes(res), table),
         run_states=operations.run_states(res),
         resume=res.resume_work.sort("config_id", "status"),
+        attempts=configs.with_labels(res.attempt_summary.sort(KEYS), table),
+        unsolvable=res.unsolvable_tasks.sort("env", "task_id", "model", "config_id"),
         rates=res.call_rates.sort("model", nulls_last=True),
         tool_hints=[*operations.tool_call_hints(res), *operations.waiting_hints(res)],
         limit_lines=operations.limit_lines(res),

@@ -176,7 +176,7 @@ def behaviour_table(report: Report) -> Table | None:
     for r in frame.iter_rows(named=True):
         table.add_row(_model(r), r["env"], behaviour.share_text(r["tle_looping"], r["tle_episodes"]),
                       behaviour.share_text(r["tle_stalled"], r["tle_episodes"]),
-                      behaviour.share_text(r["recovered"], r["episodes_with_errors"]))
+                      behaviour.recovery_text(r))
     return table
 
 
@@ -242,7 +242,7 @@ def operations_tables(report: Report) -> list[Table]:
         usage.add_column(col, justify="left" if col in ("model", "caller") else "right")
     for r in report.usage.iter_rows(named=True):
         cost = "no price" if r["cost_usd"] is None else f"{r['cost_usd']:.4f}"
-        usage.add_row(r["model"] or "?", r["caller"], _num(r["requests"]), _num(r["attempts"]), _num(r["retries"]),
+        usage.add_row(_model(r) if r["model"] else "?", r["caller"], _num(r["requests"]), _num(r["attempts"]), _num(r["retries"]),
                       _num(r["failed_attempts"]), _num(r["input_tokens"]), _num(r["output_tokens"]), pct(r.get("cache_hit_share")), cost,
                       ms(r["latency_p50_ms"]), ms(r["latency_p90_ms"]), ms(r["latency_p99_ms"]), ms(r["latency_max_ms"]))
     statuses = Table(title="HTTP attempts per status (none = no HTTP answer: timeout or reset; cancelled = abandoned at Ctrl-C)",
@@ -378,7 +378,8 @@ def render(report: Report, console: Console) -> None:
     episodes = int(report.class_counts["total"].sum() or 0)
     console.print(f"[bold]AgentBench report[/] — {counted(len(report.files), 'file')}: {escape(', '.join(report.files))}; "
                   f"{counted(report.runs.height, 'run')}, {counted(episodes, 'episode')}", highlight=False)
-    for line in notes.run_state_lines(report.run_states, report.resume):
+    for line in [*notes.run_state_lines(report.run_states, report.resume), *notes.attempt_lines(report.attempts),
+                 *notes.unsolvable_lines(report.unsolvable)]:
         console.print(f"[yellow]{escape(line)}[/]", highlight=False)
     print_settings(report, console)
     if report.class_counts.is_empty():
@@ -425,7 +426,8 @@ def render(report: Report, console: Console) -> None:
 def render_summary(report: Report, console: Console, path: str) -> None:
     """A short summary (scores per model x env, OA, the most common failure classes, solved episodes whose status
     word is not 'completed') and the commands to see more. A model with several configurations has a row for each."""
-    for line in notes.run_state_lines(report.run_states, report.resume):
+    for line in [*notes.run_state_lines(report.run_states, report.resume), *notes.attempt_lines(report.attempts),
+                 *notes.unsolvable_lines(report.unsolvable)]:
         console.print(f"[yellow]{escape(line)}[/]", highlight=False)
     if report.class_counts.is_empty():
         console.print("no finished episodes yet")

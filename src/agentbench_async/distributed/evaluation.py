@@ -87,7 +87,7 @@ class RayEvaluation(Evaluation):
                    summary: RunSummary, global_sem: ModelPlaces, env_sem: ModelPlaces) -> None:  # fmt: skip
         self.progress.started(spec.model, env.name)
         try:
-            record = await self.cluster.run(env.name, spec)
+            record = await self._attempts(lambda: self.cluster.run(env.name, spec), writer, summary)  # infrastructure failures retried
             if record is None:  # no worker left for it, or cancelled without coming back: resume runs it
                 self.progress.rows[(spec.model, env.name)].in_flight -= 1
             else:

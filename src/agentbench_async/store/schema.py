@@ -3,6 +3,12 @@
 ``episodes`` has exactly one row per finished episode (``episode_id`` is unique within a config
 fingerprint); ``turns`` and ``model_calls`` hold that episode's messages and HTTP attempts. The three are
 written in the same transaction, so a crash never leaves half an episode.
+
+An episode run again after an infrastructure failure (retried within the run, or re-run by a resume) keeps
+its earlier attempts: the transaction that stores the new attempt moves the earlier one's rows into
+``episode_attempts``, ``attempt_turns`` and ``attempt_calls`` (the columns of ``episodes``, ``turns`` and
+``model_calls`` plus ``ATTEMPT_COLUMNS``), so the three main tables keep one attempt per episode, the final
+one, which is what the views score; ``episodes.attempts`` counts the attempts it took.
 """
 
 from __future__ import annotations
@@ -45,10 +51,13 @@ CREATE TABLE IF NOT EXISTS episodes (
     source        VARCHAR,              -- builtin | official
     action_mode   VARCHAR,              -- text | tools
     fingerprint   VARCHAR,
-    paper_status  VARCHAR               -- what AgentBench v0.2 would have recorded (its SampleStatus words:
+    paper_status  VARCHAR,              -- what AgentBench v0.2 would have recorded (its SampleStatus words:
                                         -- completed | agent context limit | agent validation failed | agent
                                         -- invalid action | task limit reached | task error | unknown); NULL
                                         -- for cancelled episodes and in files written before the column existed
+    attempts      INTEGER               -- attempts this episode took, this one included: 1 = first; 2.. = it was run again
+                                        -- after an infrastructure failure (within the run, or by a resume), the earlier
+                                        -- ones kept in episode_attempts; NULL in files written before the column existed
 );
 CREATE TABLE IF NOT EXISTS turns (
     run_id       VARCHAR NOT NULL,
@@ -153,6 +162,17 @@ ADDED_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("model_calls", "queue_ms", "DOUBLE"),
     ("model_calls", "server_queue_ms", "DOUBLE"),
     ("turns", "think_removed", "BOOLEAN"),
+    ("episodes", "attempts", "INTEGER"),
+)
+
+# Earlier attempts of episodes run again (retried within the run, or re-run by a resume): table -> the table
+# whose rows it keeps. Each has that table's columns plus ATTEMPT_COLUMNS.
+ATTEMPT_TABLES: dict[str, str] = {"episode_attempts": "episodes", "attempt_turns": "turns", "attempt_calls": "model_calls"}
+ATTEMPT_COLUMNS: tuple[tuple[str, str, str], ...] = (
+    ("episode_attempt", "INTEGER", "which attempt of the episode these rows belong to (1 = first)"),
+    ("superseded_at", "TIMESTAMPTZ", "when a later attempt replaced it"),
+    ("superseded_by", "VARCHAR", "the run (run_id) whose attempt replaced it: the same run for a retry within the run, a "
+     "later one for a resume"),
 )
 
 
@@ -162,8 +182,27 @@ def create_schema(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(TABLES_DDL)
     for table, column, sql_type in ADDED_COLUMNS:
         con.execute(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {column} {sql_type}")
+    _create_attempt_tables(con)
     create_live_turns(con)
     create_views(con)
+
+
+def attempt_extra_columns() -> str:
+    """``ATTEMPT_COLUMNS`` as NULL select items (``, NULL::INTEGER AS episode_attempt, ...``)."""
+    return "".join(f", NULL::{sql_type} AS {column}" for column, sql_type, _ in ATTEMPT_COLUMNS)
+
+
+def _create_attempt_tables(con: duckdb.DuckDBPyConnection) -> None:
+    """The tables of earlier attempts, made from their main tables' columns (and given any column added to those since)."""
+    for table, source in ATTEMPT_TABLES.items():
+        con.execute(f"CREATE TABLE IF NOT EXISTS {table} AS SELECT *{attempt_extra_columns()} FROM {source} WHERE false")
+        have = {r[0] for r in con.execute("SELECT column_name FROM duckdb_columns() WHERE table_name = ? AND database_name = current_database() "
+                                          "AND schema_name = current_schema()", [table]).fetchall()}  # fmt: skip
+        for column, sql_type in con.execute("SELECT column_name, data_type FROM duckdb_columns() WHERE table_name = ? "
+                                            "AND database_name = current_database() AND schema_name = current_schema() ORDER BY column_index",
+                                            [source]).fetchall():  # fmt: skip
+            if column not in have:
+                con.execute(f'ALTER TABLE {table} ADD COLUMN "{column}" {sql_type}')
 
 
 def create_views(con: duckdb.DuckDBPyConnection) -> None:

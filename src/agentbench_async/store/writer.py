@@ -28,21 +28,24 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import StoreError
+from ..statuses import RETRY_ON_RESUME
 from ..records import CallRow, EpisodeRecord, TurnRow
 from ..redaction import redact_table
 from .db import Store, write_failure
 from .live import LivePublisher
+from .schema import ATTEMPT_TABLES
 from .storable import column_types, details_json, make_storable, storable_turns
 
 _EPISODE_COLUMNS = (
     "run_id", "episode_id", "model", "env", "split", "task_id", "repeat", "status", "score", "success",
     "n_turns", "input_tokens", "output_tokens", "started_at", "finished_at", "error", "details", "source",
-    "action_mode", "fingerprint", "paper_status",
+    "action_mode", "fingerprint", "paper_status", "attempts",
 )  # fmt: skip
-_RECORD_COLUMNS = tuple(c for c in _EPISODE_COLUMNS if c not in ("run_id", "fingerprint"))  # taken from the record
+_RECORD_COLUMNS = tuple(c for c in _EPISODE_COLUMNS if c not in ("run_id", "fingerprint", "attempts"))  # taken from the record
 _TURN_FIELDS = tuple(f.name for f in fields(TurnRow))
 _CALL_FIELDS = tuple(f.name for f in fields(CallRow))
 LiveSink = Callable[[list[TurnRow]], None]
+_RUN_AGAIN = frozenset(RETRY_ON_RESUME)  # statuses a retry within the run or a resume runs again
 
 
 def _columns(objects: list[Any], names: tuple[str, ...]) -> dict[str, list[Any]]:
@@ -98,7 +101,8 @@ class EpisodeWriter:
                  flush_interval: float = 1.0, progress: Callable[[], dict[str, Any]] | None = None,
                  on_failure: Callable[[StoreError], None] | None = None) -> None:  # fmt: skip
         self.store = store
-        # Episodes already stored for this config with an infrastructure status: their re-run replaces them.
+        # Episodes already stored for this config with an infrastructure status (and those of this run: submit): their re-run
+        # replaces them, and the earlier attempt is kept in the attempt tables (_keep_attempts)
         self.replace = replace or set()
         self.run_id = run_id
         self.fingerprint = fingerprint
@@ -130,6 +134,8 @@ class EpisodeWriter:
     def submit(self, record: EpisodeRecord) -> None:
         if self.failure is None:  # after a failure nothing more is stored: the run is stopping
             self._pending.append(record)
+            if record.status in _RUN_AGAIN:  # a retry within the run (or a resume) replaces it and keeps it as an earlier attempt
+                self.replace.add(record.episode_id)
 
     def live_sink(self, episode_id: str, model: str, env: str) -> LiveSink:
         """Where a running episode hands its turns as each one completes (stored at the next flush)."""
@@ -170,7 +176,9 @@ class EpisodeWriter:
             self._http_429 += sum(c.http_status == 429 for rec in batch for c in rec.calls)
             progress = self._progress()
             progress["http_429"] = max(progress.get("http_429", 0), self._http_429)  # clients that count them know more
-            await asyncio.to_thread(self._write, batch, live, progress)
+            for part in _rounds(batch):  # an episode retried within the interval: its attempts stored one after the other
+                await asyncio.to_thread(self._write, part, live, progress)
+                live = []
             if self._closing.is_set() and not self._pending:
                 return
 
@@ -222,6 +230,7 @@ class EpisodeWriter:
         ep_cols["details"] = [details_json(d) for d in ep_cols["details"]]
         ep_cols["run_id"] = [self.run_id] * len(batch)
         ep_cols["fingerprint"] = [self.fingerprint] * len(batch)
+        ep_cols["attempts"] = [1] * len(batch)  # an episode run again gets its count when its earlier attempt is moved (_commit)
         turn_cols["run_id"] = [self.run_id] * len(turn_cols["episode_id"])
         call_cols["run_id"] = [self.run_id] * len(call_cols["episode_id"])
         for cols, names in ((ep_cols, ("started_at", "finished_at")), (turn_cols, ("created_at",)), (call_cols, ("started_at",))):
@@ -301,8 +310,10 @@ class EpisodeWriter:
         try:
             con.execute("BEGIN TRANSACTION")
             if replaced:
-                # A re-run of an infrastructure failure replaces the earlier attempt: one row per episode.
+                # A re-run of an infrastructure failure replaces the earlier attempt (one row per episode), which is kept
+                # in the attempt tables
                 con.register("_ids", pa.table({"episode_id": replaced}))
+                self._keep_attempts(con, same_config)
                 for table in ("episodes", "turns", "model_calls"):
                     con.execute(
                         f"DELETE FROM {table} WHERE episode_id IN (SELECT episode_id FROM _ids) AND {same_config}",
@@ -323,6 +334,10 @@ class EpisodeWriter:
                 con.execute(f"INSERT INTO episodes ({', '.join(_EPISODE_COLUMNS)}) SELECT * FROM _ep")
                 con.execute(f"INSERT INTO turns (run_id, episode_id, {', '.join(_TURN_FIELDS)}) SELECT * FROM _turns")
                 con.execute(f"INSERT INTO model_calls (run_id, episode_id, {', '.join(_CALL_FIELDS)}) SELECT * FROM _calls")
+                if replaced:  # the new attempt's number: one after the earlier one's
+                    con.execute("UPDATE episodes SET attempts = p.attempt + 1 FROM (SELECT episode_id, max(episode_attempt) AS attempt "
+                                "FROM _earlier GROUP BY episode_id) AS p WHERE episodes.run_id = $run AND episodes.episode_id = p.episode_id",
+                                {"run": self.run_id})  # fmt: skip
             if live_table.num_rows:
                 con.register("_live", live_table)
                 con.execute(f"INSERT INTO live_turns ({', '.join(live_table.column_names)}) SELECT * FROM _live")
@@ -334,7 +349,7 @@ class EpisodeWriter:
                 raise
             raise write_failure(self.store.path, exc, f"writing {len(batch)} finished episodes") from None
         finally:
-            for name in ("_ids", "_ep", "_turns", "_calls", "_live", "_done_live", "_restarted"):
+            for name in ("_ids", "_earlier", "_ep", "_turns", "_calls", "_live", "_done_live", "_restarted"):
                 with contextlib.suppress(duckdb.Error):
                     con.unregister(name)
         self._live_stored = (self._live_stored | new_live) - finished
@@ -343,6 +358,15 @@ class EpisodeWriter:
         deletions = [("replace", e) for e in replaced] + [("finish", e) for e in done_live] + [("restart", e) for e in restarted]
         published = {"episodes": tables.episodes, "turns": tables.turns, "model_calls": tables.calls, "live_turns": live_table}
         self._live_call(lambda p: p.publish(published, deletions, progress))
+
+    def _keep_attempts(self, con: duckdb.DuckDBPyConnection, same_config: str) -> None:
+        """Inside ``_commit``'s transaction: copy the stored attempt of each episode in ``_ids`` (its episodes, turns and
+        model_calls rows) to the attempt tables, numbered (``_earlier``: episode_id, run_id, episode_attempt)."""
+        con.execute(f"CREATE OR REPLACE TEMP TABLE _earlier AS SELECT episode_id, run_id, coalesce(attempts, 1) AS episode_attempt "
+                    f"FROM episodes WHERE episode_id IN (SELECT episode_id FROM _ids) AND {same_config}", {"fp": self.fingerprint})  # fmt: skip
+        for table, source in ATTEMPT_TABLES.items():
+            con.execute(f"INSERT INTO {table} BY NAME SELECT s.*, p.episode_attempt, now() AS superseded_at, $run AS superseded_by "
+                        f"FROM {source} AS s JOIN _earlier AS p USING (episode_id, run_id)", {"run": self.run_id})  # fmt: skip
 
     def _check_file(self) -> None:
         """The file is still where the run opened it: removed (or replaced) under a running writer, everything
@@ -378,6 +402,19 @@ def _prefixes(prefix: dict[str, _Prefix], kept: list[tuple[str, str, str, list[T
         contiguous = n >= 0 and rows[0].seq == n and rows[-1].seq == n + len(rows) - 1
         out[episode_id] = _Prefix(n + len(rows), rows[-1]) if contiguous else _Prefix(-1, None)
     return out
+
+
+def _rounds(batch: list[EpisodeRecord]) -> list[list[EpisodeRecord]]:
+    """``batch`` in parts in which no episode comes twice, in order (an attempt is stored before the attempt that replaces it)."""
+    parts: list[list[EpisodeRecord]] = [[]]
+    seen: set[str] = set()
+    for rec in batch:
+        if rec.episode_id in seen:
+            parts.append([])
+            seen = set()
+        parts[-1].append(rec)
+        seen.add(rec.episode_id)
+    return parts
 
 
 def _stored_prefix(prefix: _Prefix | None, rows: list[TurnRow]) -> int:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..analytics import behaviour as behaviour_mod
-from ..analytics.compare import Comparison, EnvComparison
+from ..analytics.compare import Comparison, EnvComparison, class_matrix
 from ..analytics.configs import shown, shown_in_full
 from ..analytics.transcript import env_text, status_text, tokens_text, turn_title
 from ..analytics.failures import FAILURE_CLASSES, INFRA_CLASSES, PAPER_COLUMNS, PAPER_TITLES, class_shares, shown_classes
@@ -187,7 +187,7 @@ def _behaviour(frame: Any) -> Markup:
                           for kind, e in behaviour_mod.examples(r, per_kind=1)]
         rows.append([_model(r), r["env"], Markup(Markup("<br>").join(shown_examples)),
                      behaviour_mod.share_text(r["tle_looping"], r["tle_episodes"]), behaviour_mod.share_text(r["tle_stalled"], r["tle_episodes"]),
-                     behaviour_mod.share_text(r["recovered"], r["episodes_with_errors"])])
+                     behaviour_mod.recovery_text(r)])
     return join([element("h2", "How episodes failed"), note(behaviour_mod.NOTE + " Click an example for its transcript."),
                  table(["model", "env", "examples", "task limit, looping", "task limit, stalled", "recovered after a refused action"],
                        rows, left=3, test_id="behaviour")])
@@ -368,7 +368,7 @@ def live(data: Sequence[q.FileLive], files: Sequence[str], now: str) -> Markup:
             rows.append([cell, f"{s.done:,}/{top:,}", bar, s.in_flight, counts])
         parts.append(table(["model · env", "done/total", "progress", "in flight", "statuses"], rows, left=1, cls="streams",
                            test_id="streams"))
-        usage = [[r["model"], r["caller"], r["requests"], r["attempts"], r["retries"], r["input_tokens"], r["output_tokens"],
+        usage = [[_model(r) if r["model"] else None, r["caller"], r["requests"], r["attempts"], r["retries"], r["input_tokens"], r["output_tokens"],
                   "no price" if r["cost_usd"] is None else f"{r['cost_usd']:.4f}", ms(r["latency_p50_ms"]), ms(r["latency_p90_ms"])]
                  for r in f.usage.iter_rows(named=True)]
         if usage:
@@ -449,8 +449,32 @@ def compare(data: q.CompareView, allow: bool) -> Markup:
     parts.append(element("p", f"{counted(t.pairs, 'pair')}: {counted(t.a_only, 'task')} only A solved, {t.b_only:,} only B solved; "
                               f"the success difference is {verdict} at 5% (exact McNemar {_p_is(t.mcnemar_p)}; Wilcoxon signed-rank "
                               f"on scores {_p_is(t.wilcoxon.p_value)}). " + "; ".join(extra), cls="verdict"))
+    parts.append(_class_changes(data, result))
     parts.append(_flips(data, result))
     return join(parts)
+
+
+def _class_changes(data: q.CompareView, result: Comparison) -> Markup:
+    """The failure-class changes between A and B: a matrix A class x B class, each cell linking its example pair."""
+    changes = result.class_changes
+    if changes is None or changes.is_empty():
+        return note("No paired episode changed failure class.")
+    rows, cols, cells = class_matrix(changes)
+    examples = {(r["class_a"], r["class_b"]): r for r in changes.iter_rows(named=True)}
+    multi = len(data.files) > 1
+
+    def cell(a: str, b: str) -> Any:
+        if (a, b) not in cells:
+            return ""
+        r = examples[(a, b)]
+        href = url("/episode", {"id": f"{data.ma}/{r['example']}", "run": r["example_run_a"], "file": data.fa + 1 if multi else ""})
+        return link(href, f"{cells[(a, b)]:,}")
+
+    total = int(changes["episodes"].sum())
+    return join([element("h2", f"Failure-class changes ({counted(total, 'pair')})"),
+                 note("Paired episodes whose failure class differs: A's class (rows) x B's class (columns); a count links A's "
+                      "episode of the first such pair."),
+                 table(["A \\ B", *cols], [[a, *[cell(a, b) for b in cols]] for a in rows], test_id="class-changes")])
 
 
 def _compare_table(result: Comparison) -> Markup:

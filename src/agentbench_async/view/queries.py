@@ -116,7 +116,8 @@ def overview(res: Results, source: Source) -> Overview:
     found = source.memo(res, "configs", configs.config_table)
     states = operations.run_states(res)
     runs = runs.join(states.select("run_id", "state", "live", "last_activity"), on="run_id", how="left", maintain_order="left")
-    lines = [*notes.run_state_lines(states, res.resume_work), *notes.config_lines(found, res.pooled),
+    lines = [*notes.run_state_lines(states, res.resume_work), *notes.attempt_lines(configs.with_labels(res.attempt_summary, found)),
+             *notes.unsolvable_lines(res.unsolvable_tasks.sort("env", "task_id")), *notes.config_lines(found, res.pooled),
              *notes.solved_lines(configs.with_labels(failures.solved_notes(res), found))]
     lines += notes.score_rule_lines(configs.with_labels(env_scores, found))  # how each db score was computed
     builtin = scores.builtin_envs(res)
@@ -467,7 +468,8 @@ class _LiveFacts:
 
 
 def _live_facts(res: Results) -> _LiveFacts:
-    return _LiveFacts(operations.usage_table(res), res.run_states, res.resume_work)
+    usage = configs.with_labels(operations.usage_table(res), configs.overall_labels(configs.config_table(res)), keys=("model",))
+    return _LiveFacts(usage, res.run_states, res.resume_work)  # usage: a row per model x caller x configuration, labelled
 
 
 def _file_memo(res: Results, path: Path, source: Source, name: str, compute: Callable[[Results], T]) -> T:

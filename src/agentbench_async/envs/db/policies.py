@@ -6,6 +6,8 @@ suites) or a look at the table (official records, whose ``sql`` field is not MyS
 with the gold ``label``. If the gold SQL fails with MySQL error 1292 (a text column compared with a
 bare number under strict mode: official std 278 and 295), it retries once with those numbers quoted.
 
+``format_misses`` writes one of three invalid formats per task (failure reasons, ``reasons.py``).
+
 ``weak`` picks one failure mode per task: a wrong answer, no action, an operation without SQL, an
 unknown action, endless operations, a full context window, hostile SQL.
 """
@@ -120,4 +122,19 @@ def weak(req: PolicyRequest) -> PolicyReply:
     return _answer_reply(req, _wrong_answers(record))
 
 
-POLICIES: dict[str, Policy] = {"oracle": oracle, "weak": weak}
+def format_misses(req: PolicyRequest) -> PolicyReply:
+    """The three invalid formats a small model was seen to write (text mode), one per task (chosen from the task id): SQL in
+    a block without ``Action: Operation``, the answer tag written in bold (``**Final Answer**:``), an answer in prose. Each
+    ends the episode invalid_format with its own reason (reasons.py)."""
+    record = _record(req)
+    label = json.dumps(list(record.get("label") or ["?"]), ensure_ascii=False)
+    mode = stable_choice(req.task.task_id, 3)
+    if mode == 0:
+        table = quote_ident(record["table"]["table_name"])
+        return PolicyReply(content=f"Let me look at the table first.\n```sql\nSELECT * FROM {table} LIMIT 3;\n```")
+    if mode == 1:
+        return PolicyReply(content=f"I have checked the table.\n**Final Answer**: {label}")
+    return PolicyReply(content=f"Looking at the question, the answer should be {label[1:-1] or 'unknown'}.")
+
+
+POLICIES: dict[str, Policy] = {"oracle": oracle, "weak": weak, "format_misses": format_misses}

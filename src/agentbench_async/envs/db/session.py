@@ -7,6 +7,7 @@ from typing import Any
 
 from ...environment import EpisodeContext, Message, ModelReply, Outcome, Session, Step, Task, statuses as st
 from .backend import Backend, EpisodeDatabase
+from ..reasons import FailureReason
 from .grading import answer_items, answers_match, is_modify, metric_category
 from .protocol import (
     MAX_OPERATIONS,
@@ -18,6 +19,7 @@ from .protocol import (
     parse_text,
     tool_arguments,
 )
+from .reasons import invalid_format_reason
 from .sqltext import split_statements, truncate
 
 MULTI_STATEMENT_MESSAGE = "Error: only one SQL statement can be run per round; nothing was executed."
@@ -79,18 +81,15 @@ class DBSession(Session):
         parsed = parse_text(reply.content or "")
         if parsed.wants_operation and self._operations < MAX_OPERATIONS:
             if parsed.sql is None:
-                error = "'Action: Operation' without a ```sql block"
-                return await self._end(st.INVALID_FORMAT, error, action="Operation")
+                return await self._end(st.INVALID_FORMAT, invalid_format_reason(reply.content or "", parsed), action="Operation")
             observation = await self._run_sql(parsed.sql)
             return Step(action=parsed.sql, observation=[{"role": "user", "content": observation}])
         if parsed.final_answer is None:
             if self._operations >= MAX_OPERATIONS:
                 return await self._end(st.TASK_LIMIT_EXCEEDED, f"{MAX_OPERATIONS} operations and no final answer", action=parsed.action)
-            if parsed.action is not None and parsed.action not in ("Operation", "Answer"):
-                # upstream: the loop ends, no final answer is found -> AGENT_VALIDATION_FAILED (never invalid action)
-                return await self._end(st.INVALID_FORMAT, f"unknown action {parsed.action[:60]!r} and no 'Final Answer:' line",
-                                       action=parsed.action)
-            return await self._end(st.INVALID_FORMAT, "no 'Final Answer:' line", action=parsed.action)
+            # upstream: the loop ends, no final answer is found -> AGENT_VALIDATION_FAILED (never invalid action); the reason
+            # says what the reply had instead (reasons.py)
+            return await self._end(st.INVALID_FORMAT, invalid_format_reason(reply.content or "", parsed), action=parsed.action)
         answer = parsed.final_answer
         if self._operations >= MAX_OPERATIONS and answer == "":
             return await self._end(st.TASK_LIMIT_EXCEEDED, f"{MAX_OPERATIONS} operations and an empty final answer", action="Answer")
@@ -161,8 +160,12 @@ class DBSession(Session):
         outcome = await self._outcome(st.COMPLETED, answer=raw, items=items)
         return Step(outcome=outcome)
 
-    async def _end(self, status: str, error: str, action: str | None = None) -> Step:
+    async def _end(self, status: str, error: str | FailureReason, action: str | None = None) -> Step:
+        reason = error if isinstance(error, FailureReason) else None
+        error = reason.error if reason is not None else str(error)
         outcome = await self._outcome(status, error=error)
+        if reason is not None:
+            reason.add_to(outcome.details)
         return Step(action=action, valid=False, error=error, outcome=outcome)
 
     async def _outcome(self, status: str, *, error: str | None = None, answer: str | None = None, items: list[Any] | None = None,

@@ -33,6 +33,7 @@ from ...environment import (
     missing_file,
     statuses as st,
 )
+from ..reasons import REASON_KEY, UNSOLVABLE_KEY
 from ..upstream_prompts import FC, V02, upstream_path, wording_deviations
 from .control import close_idle_wardens
 from .grading import grade, needs_example, run_example, run_script
@@ -55,6 +56,9 @@ OOM_NOTE = "\n[a process was killed: the sandbox ran out of memory ({mb} MiB)]"
 START_TABS_NOTE = ("the start command has tabs and is typed into the interactive login shell as AgentBench types it: readline "
                    "takes each tab for completion, so its indentation is lost (a tab-indented python3 -c program exits at "
                    "once, IndentationError); AgentBench's own shell does the same, so this is kept")
+# what every report says of such a task (official os dev 0-2 and 4: the program the question is about never runs)
+UNSOLVABLE_START = ("the task's background program never runs: its start command's tab indentation is eaten by the login "
+                    "shell, as in AgentBench, so the answer cannot be observed, only guessed")
 # live sandboxes at once: an episode's sandbox mostly waits for its model (1-10 s a call) while its own work takes
 # ~0.1 s of CPU, so 64 keep two cores busy at a 1 s model (16 left them idle behind the place: issue 33)
 DEFAULT_CONCURRENCY = 64
@@ -280,6 +284,7 @@ class OSSession(Session):
             if data.get("start"):
                 if "\t" in data["start"]:
                     self._notes["start_note"] = START_TABS_NOTE
+                    self._notes[UNSOLVABLE_KEY] = UNSOLVABLE_START
                 await self._shell.run(data["start"], self._env.command_timeout)
             if needs_example(data):  # the expected answer, from the state the task set up (see grading)
                 self._expected = await run_example(self._sandbox, data, self._env.script_timeout)
@@ -297,9 +302,9 @@ class OSSession(Session):
         parsed = parse_tools(reply) if self._ctx.action_mode == "tools" else parse_text(reply.content)
         if isinstance(parsed, ParseError):
             # upstream has one status for every unparsable reply (AGENT_INVALID_ACTION), we tell two apart
-            outcome = Outcome(status=parsed.status, error=parsed.reason, paper_status=st.PAPER_AGENT_INVALID_ACTION,
-                              details=dict(self._notes))
-            return Step(valid=False, error=parsed.reason, outcome=outcome)
+            outcome = Outcome(status=parsed.status, error=parsed.error, paper_status=st.PAPER_AGENT_INVALID_ACTION,
+                              details={**self._notes, REASON_KEY: parsed.reason})
+            return Step(valid=False, error=parsed.error, outcome=outcome)
         action: Action = parsed
         if action.kind == "bash":
             try:

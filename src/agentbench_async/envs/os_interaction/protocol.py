@@ -18,7 +18,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ...environment import Message, ModelReply
+from ..reasons import FailureReason
 from ..upstream_prompts import FC, V02, fc_tools, upstream_source
+from .reasons import no_act_reason
 
 _ACT = re.compile(r"Act:\s*(.+)")
 _BASH_BLOCK = re.compile(r"```bash\n(.*?)\n```", re.DOTALL)
@@ -192,7 +194,13 @@ class Action:
 @dataclass
 class ParseError:
     status: Literal["invalid_format", "invalid_action"]
-    reason: str
+    reason: str  # the label of os's reason taxonomy (docs/envs/os.md): stable across runs
+    nearest: str | None = None  # what the reply had nearest to the expected line (reasons.py)
+
+    @property
+    def error(self) -> str:
+        """The episode's error: the reason and the nearest match (``envs/reasons.py``)."""
+        return FailureReason(self.reason, self.nearest).error
 
 
 def parse_text(content: str) -> Action | ParseError:
@@ -217,7 +225,8 @@ def parse_text(content: str) -> Action | ParseError:
         return ParseError("invalid_action", "the Act: line names no known action (bash, finish, answer)")
     if matches:
         return ParseError("invalid_format", "answer without parentheses: use Act: answer(<answer>)")
-    return ParseError("invalid_format", "no 'Act:' line in the reply")
+    reason = no_act_reason(content or "")  # what the reply had instead of an Act: line
+    return ParseError("invalid_format", reason.label, reason.nearest)
 
 
 def parse_tools(reply: ModelReply) -> Action | ParseError:
