@@ -48,18 +48,25 @@ async def _ours(env: Environment, task: Task, replies: list[ModelReply]) -> tupl
 
         session._run_sql = recorded  # type: ignore[attr-defined]
     try:
-        messages = list(await session.begin())
-        requests, outcome = [], None
-        for reply in replies:
-            requests.append([dict(m) for m in messages])
-            step = await session.step(reply)
-            messages += [reply.as_message(), *step.observation]
-            if step.outcome is not None:
-                outcome = step.outcome
-                break
+        requests, outcome, _ = await _drive(session, replies)
         return requests, outcome, results
     finally:
         await session.close()
+
+
+async def _drive(session: Any, replies: list[ModelReply], unanswered: str | None = None) -> tuple[list[list[Message]], Any, list[Any]]:
+    """Our session driven as the engine drives it (the whole conversation sent each turn) until it ends or the replies
+    run out: every request (our answers ``unanswered`` to the calls FC leaves unanswered left out), the outcome and
+    every step."""
+    messages = list(await session.begin())
+    requests, steps = [], []
+    for reply in replies:
+        requests.append([dict(m) for m in messages if unanswered is None or m.get("content") != unanswered])
+        steps.append(await session.step(reply))
+        messages += [reply.as_message(), *steps[-1].observation]
+        if steps[-1].outcome is not None:
+            break
+    return requests, steps[-1].outcome, steps
 
 
 def _same(ours: list[list[Message]], theirs: list[list[dict[str, Any]]]) -> None:
@@ -268,19 +275,11 @@ async def test_kg_tools_mode_is_fcs_rendering_of_whole_episodes(official_data_di
         replies = KG_SCRIPTS[script](calls, variables)
         toolbox = Toolbox(env._backend, env._ontology)  # type: ignore[attr-defined]
         session = KGSession(task, EpisodeContext(episode_id="fc", action_mode="tools"), toolbox, load_prompts(official_data_dir, "tools"))
-        messages = list(await session.begin())
-        ours, outcome = [], None
-        for reply in replies:
-            ours.append(_listing_sorted([dict(m) for m in messages]))
-            step = await session.step(reply)
-            messages += [reply.as_message(), *step.observation]
-            if step.outcome is not None:
-                outcome = step.outcome
-                break
+        ours, outcome, _ = await _drive(session, replies)
     finally:
         await env.close()
     theirs, result = await asyncio.to_thread(_fc_kg, official_data_dir, task, toolbox, ScriptedSession([_assistant(r) for r in replies]))
-    _same(ours, [_listing_sorted(r) for r in theirs])
+    _same([_listing_sorted(r) for r in ours], [_listing_sorted(r) for r in theirs])
     ended = result.status.__name__
     assert (outcome.status, outcome.paper_status, ended) == {
         "answer": ("completed", "completed", "COMPLETED"),
@@ -363,16 +362,80 @@ async def test_webshop_tools_mode_is_fcs_rendering_of_whole_episodes(official_da
 
     monkeypatch.setattr(type(browser), "step", recorded)
     replies = WEBSHOP_SCRIPTS[script](task.data["reference"])
-    messages = list(await session.begin())
-    ours, outcome = [], None
-    for reply in replies:
-        ours.append([m for m in messages if m.get("content") != NOT_RUN])  # the calls FC leaves unanswered (webshop.tool_replies)
-        step = await session.step(reply)
-        messages += [reply.as_message(), *step.observation]
-        if step.outcome is not None:
-            outcome = step.outcome
-            break
+    ours, outcome, _ = await _drive(session, replies, NOT_RUN)  # the calls FC leaves unanswered: webshop.tool_replies
     theirs, result = await asyncio.to_thread(_fc_webshop, official_data_dir, pages, list(steps), ScriptedSession([_assistant(r) for r in replies]))
     _same(ours, theirs)
     assert (outcome.status, result.status.__name__) == {"buy": ("completed", "COMPLETED"), "limit": ("task_limit_exceeded", "TASK_LIMIT_REACHED")}[script]
     assert result.result["reward"] == outcome.score and (script == "limit" or outcome.score == 1.0)
+
+
+# --------------------------------------------------------------------------------------------------- os
+def _fc_os(data_dir: Path, task: Task, outputs: list[str], session: ScriptedSession) -> tuple[list, Any]:
+    """FC's OSInteraction._judge on ``task`` (its match rule; no init or start: our sandbox ran them), its container
+    answering each command with the next of ``outputs``, our sandbox's output for the same command."""
+    module = load_upstream(upstream_path(data_dir, FC, "src/server/tasks/os_interaction/task.py"), "os_fc")
+    answers = list(outputs)
+
+    class Result:
+        def __init__(self, output: str) -> None:
+            self.output, self.exit_code = output.encode(), 0
+
+    class Container:
+        async def execute(self, command: str) -> Result:
+            return Result(answers.pop(0))
+
+    module.AgentCancelledException = type("AgentCancelledException", (Exception,), {})
+    fc = object.__new__(module.OSInteraction)
+    fc.round_limit = 8
+    config = module.JudgeConfig()
+    config.description, config.init_script, config.start, config.match, config.check = task.data["description"], None, None, task.data["match"], None
+    return fc_requests(fc._judge, session, session, config, Container())
+
+
+OS_SCRIPTS = {
+    # no call; a command with a second call FC leaves unanswered; unreadable arguments; another function; the answer
+    "answer": lambda answer: [
+        ModelReply(content="I will look at the log first."),
+        ModelReply(content="", tool_calls=[_call("b1", "bash_action", {"script": "echo hello; ls /root | head -3"}), _call("b2", "bash_action", {"script": "pwd"})]),
+        ModelReply(content="", tool_calls=[_call("b3", "bash_action", "{not json")]),
+        ModelReply(content="", tool_calls=[_call("b4", "python_action", {"code": "print(1)"})]),
+        ModelReply(content="", tool_calls=[_call("b5", "bash_action", {"script": "true"})]),
+        ModelReply(content="", tool_calls=[_call("b6", "answer_action", {"answer": answer})]),
+    ],
+    # finish_action commits its thought as the answer (FC's commit): a wrong one, graded as such
+    "finish": lambda answer: [ModelReply(content="", tool_calls=[_call("f1", "finish_action", {"thought": "the task is done"})])],
+}
+
+
+async def _start_or_skip(env: Environment, unavailable: type[Exception]) -> None:
+    """Start ``env``; what this machine lacks for it (bubblewrap, the root file system) is a skip, a failure with CI set."""
+    try:
+        await env.start()
+    except unavailable as exc:
+        require(False, str(exc))
+
+
+@pytest.mark.parametrize("script", sorted(OS_SCRIPTS))
+async def test_os_tools_mode_is_fcs_rendering_of_whole_episodes(official_data_dir: Path, script: str) -> None:
+    from agentbench_async.envs import make_env
+    from agentbench_async.envs.os_interaction import IGNORED
+    from agentbench_async.errors import EnvUnavailableError
+
+    env = make_env("os", data_dir=official_data_dir)
+    await _start_or_skip(env, EnvUnavailableError)
+    try:
+        task = next(t for t in env.tasks("dev") if t.data.get("match") == {"answer": "1", "strip": True})
+        replies = OS_SCRIPTS[script](task.data["match"]["answer"])
+        session = await env.open_session(task, EpisodeContext(episode_id="fc", action_mode="tools"))
+        try:
+            ours, outcome, steps = await _drive(session, replies, IGNORED)  # what FC leaves unanswered: os.tool_replies
+        finally:
+            await session.close()
+    finally:
+        await env.close()
+    shown = [s.observation[0]["content"] for s in steps if s.action and s.action.startswith("bash: ")]  # each command's output
+    outputs = ["" if text == "The output of the OS is empty." else text.removeprefix("The output of the OS:\n\n") for text in shown]
+    theirs, result = await asyncio.to_thread(_fc_os, official_data_dir, task, outputs, ScriptedSession([_assistant(r) for r in replies]))
+    _same(ours, theirs)
+    assert outcome is not None and outcome.status == "completed" and result.status.__name__ == "COMPLETED"
+    assert (outcome.success, result.result["result"]) == ((True, True) if script == "answer" else (False, False))

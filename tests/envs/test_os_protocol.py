@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from agentbench_async.envs import make_env
-from agentbench_async.envs.os_interaction.protocol import observation_text, parse_text, parse_tools
+from agentbench_async.envs.os_interaction.protocol import OWN_PROMPTS, observation_text, parse_text, parse_tools
 from agentbench_async.envs.os_interaction.records import normalise
 from agentbench_async.envs.os_interaction.scripts import compare
 from agentbench_async.errors import TaskFileError
@@ -70,10 +70,18 @@ def test_parser_follows_agentbench() -> None:
     assert parse_text("Act: python").status == "invalid_action"  # type: ignore[union-attr]
     tool = ModelReply(content="", tool_calls=[ToolCall(id="1", name="answer_action", arguments='{"answer": 7}')])
     assert parse_tools(tool).answer == "7"  # type: ignore[union-attr]
+    # AgentBench FC answers an unusable reply and the episode goes on (ToolNotice): the JSON error's own text as the
+    # call's tool message, its invalid-call notice for another function, its user notice for no call at all
     bad = ModelReply(content="", tool_calls=[ToolCall(id="1", name="bash_action", arguments="{not json")])
-    assert parse_tools(bad).status == "invalid_format"  # type: ignore[union-attr]
+    assert parse_tools(bad).message == {"role": "tool", "tool_call_id": "1",  # type: ignore[union-attr]
+                                        "content": "Expecting property name enclosed in double quotes: line 1 column 2 (char 1)"}
     unknown = ModelReply(content="", tool_calls=[ToolCall(id="1", name="rm_rf", arguments="{}")])
-    assert parse_tools(unknown).status == "invalid_action"  # type: ignore[union-attr]
+    assert parse_tools(unknown).message["content"] == OWN_PROMPTS.invalid_call  # type: ignore[union-attr]
+    assert parse_tools(ModelReply(content="done")).message == {"role": "user", "content": OWN_PROMPTS.no_call}  # type: ignore[union-attr]
+    # finish_action commits its thought as the answer (FC's commit); without arguments it has none
+    thought = ModelReply(content="", tool_calls=[ToolCall(id="1", name="finish_action", arguments='{"thought": "all set"}')])
+    assert (parse_tools(thought).kind, parse_tools(thought).answer) == ("answer", "all set")  # type: ignore[union-attr]
+    assert parse_tools(ModelReply(content="", tool_calls=[ToolCall(id="1", name="finish_action", arguments="{}")])).kind == "finish"  # type: ignore[union-attr]
 
 
 def test_observation_truncation() -> None:

@@ -65,10 +65,10 @@ def test_os_without_the_files_runs_its_own_wording_as_a_named_deviation(official
     own = os_first_messages("DESC", "text", env.prompts("text"))
     assert own != _os_upstream_text(official_data_dir, "DESC") and own[-1]["content"].endswith("My problem is:\n\nDESC")
     assert [d.setting for d in env.deviations(None, {}, "text")] == ["os.prompts"]
-    assert [d.setting for d in env.deviations(None, {}, "tools")] == ["os.tools_prompt", "os.tools", "os.tool_errors"]
+    assert [d.setting for d in env.deviations(None, {}, "tools")] == ["os.tools_prompt", "os.tools", "os.tool_replies"]
     assert env.deviations(str(official_data_dir), {}, "text") == []
-    # tools mode with FC's wording: only the handling of a reply without a tool call differs from FC's (named)
-    assert [d.setting for d in env.deviations(str(official_data_dir), {}, "tools")] == ["os.tool_errors"]
+    # tools mode with FC's wording: only the answers to the later calls of a message, which FC leaves unanswered (named)
+    assert [d.setting for d in env.deviations(str(official_data_dir), {}, "tools")] == ["os.tool_replies"]
     # a data dir without the pulled sources: one line naming the file and data pull
     assert "upstream-prompts/v0.2/src/server/tasks/os_interaction/task.py" in env.missing_data(tmp_path, {}, "dev", "text")
     assert "upstream-prompts/fc/src/server/tasks/os_interaction/task.py" in env.missing_data(tmp_path, {}, "dev", "tools")

@@ -37,7 +37,8 @@ from ..reasons import REASON_KEY, UNSOLVABLE_KEY
 from ..upstream_prompts import FC, V02, upstream_path, wording_deviations
 from .control import close_idle_wardens
 from .grading import grade, needs_example, run_example, run_script
-from .protocol import UPSTREAM_TASK, Action, ParseError, Prompts, first_messages, load_prompts, observation_text, parse_text, parse_tools
+from .protocol import (UPSTREAM_TASK, Action, ParseError, Prompts, ToolNotice, first_messages, load_prompts, observation_text, parse_text,
+                       parse_tools)
 from .records import builtin_tasks, official_tasks, own_file_tasks
 from .rootfs import ensure_shifted
 from .rootfs import resolve as resolve_root
@@ -59,6 +60,7 @@ START_TABS_NOTE = ("the start command has tabs and is typed into the interactive
 # what every report says of such a task (official os dev 0-2 and 4: the program the question is about never runs)
 UNSOLVABLE_START = ("the task's background program never runs: its start command's tab indentation is eaten by the login "
                     "shell, as in AgentBench, so the answer cannot be observed, only guessed")
+IGNORED = "Ignored: only one action per turn."  # a message's later tool calls, which FC leaves unanswered (os.tool_replies)
 # live sandboxes at once: an episode's sandbox mostly waits for its model (1-10 s a call) while its own work takes
 # ~0.1 s of CPU, so 64 keep two cores busy at a 1 s model (16 left them idle behind the place: issue 33)
 DEFAULT_CONCURRENCY = 64
@@ -108,10 +110,9 @@ class OSEnvironment(Environment):
                                  text="the project's own instruction and one-shot example",
                                  tools="the project's own bash_action/answer_action/finish_action definitions", fc_text=True)  # fmt: skip
         if action_mode == "tools":
-            out.append(Deviation("os.tool_errors", "a reply without a readable tool call ends the episode (invalid_format, "
-                                 "invalid_action); finish_action's thought is not an answer", "AgentBench FC re-prompts "
-                                 "('No executable tool calls found. Please call a tool instead') and the round counts; its "
-                                 "finish_action commits the thought as the answer", "episodes can end earlier", envs=("os",)))  # fmt: skip
+            out.append(Deviation("os.tool_replies", "every tool call answered: a message's later calls, which AgentBench FC "
+                                 "does not run, get an 'Ignored' tool message", "AgentBench FC leaves them unanswered (a "
+                                 "conversation OpenAI's API refuses)", "the model sees a notice FC does not send", envs=("os",)))  # fmt: skip
         return out
 
     def __init__(self, *, data_dir: Any = None, options: dict[str, Any] | None = None) -> None:
@@ -294,12 +295,16 @@ class OSSession(Session):
         if self._ctx.action_mode == "tools" and reply.tool_calls:
             msgs: list[Message] = [{"role": "tool", "tool_call_id": reply.tool_calls[0].id, "content": text}]
             for extra in reply.tool_calls[1:]:
-                msgs.append({"role": "tool", "tool_call_id": extra.id, "content": "Ignored: only one action per turn."})
+                msgs.append({"role": "tool", "tool_call_id": extra.id, "content": IGNORED})
             return msgs
         return [{"role": "user", "content": text}]
 
     async def step(self, reply: ModelReply) -> Step:
-        parsed = parse_tools(reply) if self._ctx.action_mode == "tools" else parse_text(reply.content)
+        parsed = parse_tools(reply, self._env.prompts("tools")) if self._ctx.action_mode == "tools" else parse_text(reply.content)
+        if isinstance(parsed, ToolNotice):  # FC answers without acting; the round is used (the engine's cap: 8)
+            ignored = [{"role": "tool", "tool_call_id": c.id, "content": IGNORED} for c in reply.tool_calls[1:]]
+            notice = [parsed.message, *ignored] if parsed.message["role"] == "tool" else [*ignored, parsed.message]
+            return Step(valid=False, error=parsed.error, observation=notice)
         if isinstance(parsed, ParseError):
             # upstream has one status for every unparsable reply (AGENT_INVALID_ACTION), we tell two apart
             outcome = Outcome(status=parsed.status, error=parsed.error, paper_status=st.PAPER_AGENT_INVALID_ACTION,

@@ -135,6 +135,8 @@ class Prompts:
     tools_system: str | None
     tools: list[dict[str, Any]] = field(default_factory=lambda: TOOLS)
     upstream: bool = False  # read from AgentBench's files (--data-dir)
+    no_call: str = "Your message called no tool. Call bash_action, answer_action or finish_action."  # tools mode's notices
+    invalid_call: str = "That is not one of the tools: call bash_action, answer_action or finish_action."
 
 
 OWN_PROMPTS = Prompts(INSTRUCTION, [{"role": "user", "content": ONE_SHOT_QUESTION}, *_ONE_SHOT], None)
@@ -148,9 +150,13 @@ def load_prompts(data_dir: Path | None, action_mode: str = "text") -> Prompts:
     if action_mode == "tools":
         fc = upstream_source(data_dir, FC, UPSTREAM_TASK, env="os")
         system = fc.literal("system_message", within="OSInteraction._inject_initial_messages")
-        if not isinstance(system, str):
-            raise fc.error("system_message is not a string")
-        return Prompts(OWN_PROMPTS.instruction, OWN_PROMPTS.one_shot, system, fc_tools(data_dir, "os", TOOL_NAMES, env="os"), True)
+        where = "OSInteraction._handle_agent_action"  # its notices: the literal content= of its user and tool messages
+        users = [t for t in fc.keyword_arguments(where, "ChatCompletionUserMessageParam", "content") if isinstance(t, str)]
+        invalid = [t for t in fc.keyword_arguments(where, "ChatCompletionToolMessageParam", "content") if isinstance(t, str)]
+        if not isinstance(system, str) or len(users) != 1 or not invalid:
+            raise fc.error("system_message is not a string, or _handle_agent_action sends no no-call and invalid-call notices")
+        return Prompts(OWN_PROMPTS.instruction, OWN_PROMPTS.one_shot, system, fc_tools(data_dir, "os", TOOL_NAMES, env="os"), True,
+                       users[0], invalid[0])
     v02 = upstream_source(data_dir, V02, UPSTREAM_TASK, env="os")
     injected = v02.call_arguments("OSInteraction._judge", "inject")
     shots = v02.literal("ONE_SHOT")
@@ -229,28 +235,45 @@ def parse_text(content: str) -> Action | ParseError:
     return ParseError("invalid_format", reason.label, reason.nearest)
 
 
-def parse_tools(reply: ModelReply) -> Action | ParseError:
+@dataclass
+class ToolNotice:
+    """Tools mode: a reply AgentBench FC answers without acting (``_handle_agent_action``): the round is used, the
+    episode goes on. ``message`` is FC's answer (a user message after a reply without a call, else the call's tool
+    message); ``error`` says why for the turn's record."""
+
+    message: Message
+    error: str
+
+
+def parse_tools(reply: ModelReply, prompts: Prompts = OWN_PROMPTS) -> Action | ToolNotice:
+    """AgentBench FC's reading of a reply (``_handle_agent_action``, ``_extract_function``): the first call only; its
+    arguments' values in order, whatever their names; ``bash_action`` runs the first, ``answer_action`` commits it as
+    the answer and so does ``finish_action`` (its thought, FC's commit; none without arguments). No call: FC's user
+    notice; unreadable arguments: the error's text as the call's tool message; another function (or a call without the
+    value it needs): FC's invalid-call notice."""
     if not reply.tool_calls:
-        return ParseError("invalid_format", "no tool call in the reply")
+        return ToolNotice({"role": "user", "content": prompts.no_call}, "no tool call in the reply")
     call = reply.tool_calls[0]
     try:
-        args = json.loads(call.arguments or "{}")
-    except ValueError:
-        return ParseError("invalid_format", f"arguments of {call.name} are not JSON")
-    if not isinstance(args, dict):
-        return ParseError("invalid_format", f"arguments of {call.name} are not a JSON object")
-    if call.name == "bash_action":
-        if not isinstance(args.get("script"), str):
-            return ParseError("invalid_format", "bash_action needs a 'script' string")
-        return Action("bash", command=args["script"])
-    if call.name == "answer_action":
-        if "answer" not in args:
-            return ParseError("invalid_format", "answer_action needs an 'answer'")
-        value = args["answer"]
-        return Action("answer", answer=value if isinstance(value, str) else json.dumps(value))
+        args = json.loads(call.arguments)
+        values = list(args.values())
+    except ValueError as exc:
+        return ToolNotice(_tool(call.id, str(exc)), f"arguments of {call.name} are not JSON")
+    except AttributeError:
+        return ToolNotice(_tool(call.id, f"'{type(args).__name__}' object has no attribute 'values'"), f"arguments of {call.name} are not a JSON object")
     if call.name == "finish_action":
-        return Action("finish")
-    return ParseError("invalid_action", f"unknown tool {call.name!r} (use bash_action, answer_action or finish_action)")
+        return Action("finish") if not values else Action("answer", answer=_text(values[0]))
+    if call.name in ("bash_action", "answer_action") and values and (call.name == "answer_action" or isinstance(values[0], str)):
+        return Action("bash", command=values[0]) if call.name == "bash_action" else Action("answer", answer=_text(values[0]))
+    return ToolNotice(_tool(call.id, prompts.invalid_call), f"{call.name!r} with {call.arguments[:60]!r} is no call FC runs")
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def _tool(call_id: str, text: str) -> Message:
+    return {"role": "tool", "tool_call_id": call_id, "content": text}
 
 
 def observation_text(output: str) -> str:
