@@ -8,9 +8,8 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
@@ -18,11 +17,12 @@ from . import __version__, eventloop
 from .bounds import ERROR_LINE_CHARS, check_http_url, check_port, excerpt
 from .config import RunConfig, build_config, load_config_file
 from .errors import AgentBenchError, ConfigError, SpendCapReached
+from .output import console
 from .redaction import RedactedStream, redact
 from .wording import counted
 
-_console = Console()
-_err = Console(file=RedactedStream(lambda: sys.stderr))  # what a run prints, without its secrets (redaction.py)
+_console = console()  # a terminal's width; else COLUMNS or 200, lines never broken (output.py)
+_err = console(RedactedStream(lambda: sys.stderr))  # what a run prints, without its secrets (redaction.py)
 
 
 def _count_or_auto(text: str) -> int | str:
@@ -54,8 +54,15 @@ def _price(text: str) -> tuple[str, tuple[float, float]]:
     return model, prices
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser whose mistakes are one line and a hint (its own prints the whole usage first: 30 lines for run)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="agentbench", description="AgentBench as a high-throughput asyncio evaluation engine.")
+    p = _Parser(prog="agentbench", description="AgentBench as a high-throughput asyncio evaluation engine.")
     p.add_argument("--version", action="version", version=f"agentbench-async {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -571,9 +578,28 @@ def _print_result(rows: list[tuple[Any, ...]], columns: list[str], fmt: str) -> 
         print_table(_console, table, keys=1)  # nothing cut on a narrow terminal: compact, or split repeating column 1
 
 
+_READING = ("SELECT", "EXPLAIN", "PRAGMA", "CALL")  # the statements `sql` runs: they read (SHOW, DESCRIBE, FROM x: SELECT)
+
+
+def _check_read_only(query: str) -> None:
+    """``agentbench sql`` reads: a statement that would write (DELETE, CREATE, COPY, ATTACH, SET, ...) is one line saying so
+    (DuckDB would answer with a binder error, or change only the reader's own in-memory views)."""
+    import duckdb
+
+    try:
+        kinds = [statement.type.name for statement in duckdb.extract_statements(query)]
+    except duckdb.Error:
+        return  # a syntax error: the query's own run says where
+    writing = [kind for kind in kinds if kind not in _READING]
+    if writing:
+        raise ConfigError(f"sql is read-only: a {writing[0]} statement changes data; give a SELECT (SHOW TABLES lists what "
+                          "there is to read)")  # fmt: skip
+
+
 def _cmd_sql(args: argparse.Namespace) -> int:
     from .analytics.loading import load
 
+    _check_read_only(args.query)
     with load(args.path) as res:  # read-only; a file a run is writing is read from its live snapshot
         frame = res.sql(args.query)
     if frame.width:
@@ -784,14 +810,18 @@ def _error_line(exc: Exception) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # named with the command they were given to, whose --help lists what it takes
+        parser.exit(2, f"agentbench {args.command}: error: unrecognized arguments: {' '.join(extra)} (see agentbench "
+                       f"{args.command} --help)\n")  # fmt: skip
     try:
         return _COMMANDS[args.command](args)
     except AgentBenchError as exc:
         print(f"error: {_error_line(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        _err.print("interrupted")
+        _err.print("interrupted: what was stored stays; running the same command again resumes", markup=False, highlight=False)
         return 130
     except BrokenPipeError:
         # the reader went away (`agentbench sql ... | head`): what it did not read is dropped, no traceback; stdout
@@ -802,6 +832,11 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:  # a file or folder this command writes or reads that the system refuses (/proc, a full disk, a long name)
         print(f"error: {_error_line(exc)}", file=sys.stderr)
         return 2
+    except Exception as exc:
+        if type(exc).__name__ != "InterruptException":  # DuckDB's word for a Ctrl-C that stopped a query: as the one above
+            raise
+        _err.print("interrupted: what was stored stays; running the same command again resumes", markup=False, highlight=False)
+        return 130
 
 
 if __name__ == "__main__":

@@ -272,7 +272,7 @@ def test_compare_two_models_of_one_file(known_run: Path) -> None:
     text = con.export_text()
     # os pairs without infra failures: tasks 0-8 minus none for alpha (9 is env_error) and beta (9 is model_error)
     assert "9 pairs: 3 tasks only A solved, 0 only B solved" in text
-    assert "p=0.2500" in text
+    assert "McNemar p = 0.2500" in text
     assert "Flipped tasks (3" in text
     assert "1 pairs left out" in text
 

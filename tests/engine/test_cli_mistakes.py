@@ -74,7 +74,7 @@ def test_failure_reasons_keep_model_names_and_hosts_whole(capsys, tmp_path):
     capsys.readouterr()
     assert main(["sql", str(out), "SELECT DISTINCT reason FROM failure_reasons", "--format", "csv"]) == 0
     reason = list(csv.reader(io.StringIO(capsys.readouterr().out)))[1][0]
-    assert reason.startswith("gpt-4o-mini: giving up after N attempts") and "127.0.0.1:9" in reason, reason
+    assert reason.startswith("gpt-4o-mini: nothing answers at http://127.0.0.1:9/v1") and "127.0.0.1:9" in reason, reason
 
 
 def test_split_std_is_the_test_split(capsys, tmp_path, base_url):

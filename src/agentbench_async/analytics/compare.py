@@ -186,8 +186,14 @@ def class_change_lines(cmp: Comparison, most: int = 10) -> list[str]:
             f"e.g. {r['example']}" for r in changes.head(most).iter_rows(named=True)]  # fmt: skip
 
 
-def _p(p: float) -> str:
-    return "<0.0001" if p < 1e-4 else f"{p:.4f}"
+def p_text(p: float) -> str:
+    """A p-value as a table cell: ``< 0.0001`` below that, else four decimals."""
+    return "< 0.0001" if p < 1e-4 else f"{p:.4f}"
+
+
+def p_is(p: float) -> str:
+    """A p-value in a sentence: ``p < 0.0001``, ``p = 0.0312``."""
+    return "p < 0.0001" if p < 1e-4 else f"p = {p:.4f}"
 
 
 def render_comparison(cmp: Comparison, console: Console, max_flips: int = 40) -> None:
@@ -197,15 +203,15 @@ def render_comparison(cmp: Comparison, console: Console, max_flips: int = 40) ->
         table.add_column(col, justify="left" if col == "env" else "right")
     for e in [*cmp.per_env, cmp.total] if len(cmp.per_env) > 1 else cmp.per_env:
         style = "bold" if e is cmp.total else None
-        table.add_row(e.env, str(e.pairs), str(e.success_a), str(e.success_b), str(e.a_only), str(e.b_only), _p(e.mcnemar_p),
-                      f"{100 * e.mean_a:.1f}", f"{100 * e.mean_b:.1f}", _p(e.wilcoxon.p_value),
+        table.add_row(e.env, str(e.pairs), str(e.success_a), str(e.success_b), str(e.a_only), str(e.b_only), p_text(e.mcnemar_p),
+                      f"{100 * e.mean_a:.1f}", f"{100 * e.mean_b:.1f}", p_text(e.wilcoxon.p_value),
                       style=style)
     print_table(console, table, keys=1)  # nothing cut at 80 columns: compact, or split repeating env
     console.print("[dim]ok = successes; McNemar: exact test on success; Wilcoxon: signed-rank test on scores "
                   "(exact up to 60 non-zero differences, normal approximation above)[/]")
     t = cmp.total
     verdict = ("the success difference is significant at 5%" if t.mcnemar_p < 0.05 else "the success difference is not significant at 5%")
-    console.print(f"{t.pairs} pairs: {t.a_only} tasks only A solved, {t.b_only} only B solved; {verdict} (exact McNemar p={_p(t.mcnemar_p)}).")
+    console.print(f"{t.pairs} pairs: {t.a_only} tasks only A solved, {t.b_only} only B solved; {verdict} (exact McNemar {p_is(t.mcnemar_p)}).")
     extra = []
     if cmp.infra_pairs:
         extra.append(f"{cmp.infra_pairs} pairs left out (infrastructure failure on a side)")

@@ -27,9 +27,12 @@ from ..models import ModelConfig
 from ..records import EpisodeRecord
 from . import LOCAL, RaySettings
 from .leases import LimitBroker
+from .watchdog import watchdog
 from .worker import EpisodeWorker, LiveBatch, pack, unpack
 
 _CANCEL_WAIT_S = 30.0  # how long a cancelled episode may take to come back as `cancelled`
+PROCESS_START_S = 30.0  # a worker whose process is not up by then (Ray cannot start it) counts as failed to start
+INIT_S = 45.0  # ray.init: 24 s here at a load of 37 on 2 cores; beyond this it is taken to hang (watchdog.py)
 _CLOSE_WAIT_S = 30.0
 _POLL_S = 1.0  # live turns and counters are fetched from the workers this often (the writer's flush interval)
 
@@ -141,19 +144,26 @@ class Cluster:
         if ray.is_initialized():  # the calling program connected already (a bench, a notebook)
             return
         quiet = {"logging_level": logging.WARNING, "log_to_driver": False}
+        hung = (f"error: Ray did not start within {INIT_S:g} s at {self.settings.address!r}: its processes may be dying as they "
+                "come up (out of memory: `mmap failed`; see /tmp/ray/session_latest/logs, raylet.err); nothing was run, and "
+                "running the same command again resumes")  # fmt: skip
         try:
-            if self.settings.address == LOCAL:
-                os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-                cpus = (self.settings.workers or os.cpu_count() or 1) * self.settings.worker_cpus
-                # address="local": always a new instance of our own, never a cluster `ray start` left running here
-                ray.init(address="local", num_cpus=max(1, math.ceil(cpus)), include_dashboard=False, **quiet)
-            else:
-                _reachable(self.settings.address)
-                ray.init(address=self.settings.address, **quiet)
+            with watchdog(INIT_S, hung):  # ray.init can hang for good, beyond any timeout of ours (watchdog.py)
+                self._init(ray, quiet)
         except (ConnectionError, RuntimeError, ValueError) as exc:
             raise ConfigError(f"cannot connect to Ray at {self.settings.address!r} ({_short(exc)}); start a cluster with "
                               "`ray start --head` and give its address (or `auto` on a node of it)") from None  # fmt: skip
         self._connected = True
+
+    def _init(self, ray: Any, quiet: dict[str, Any]) -> None:
+        if self.settings.address == LOCAL:
+            os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+            cpus = (self.settings.workers or os.cpu_count() or 1) * self.settings.worker_cpus
+            # address="local": always a new instance of our own, never a cluster `ray start` left running here
+            ray.init(address="local", num_cpus=max(1, math.ceil(cpus)), include_dashboard=False, **quiet)
+        else:
+            _reachable(self.settings.address)
+            ray.init(address=self.settings.address, **quiet)
 
     def _worker_count(self, ray: Any) -> int:
         cpus = float(ray.cluster_resources().get("CPU", 0))
@@ -166,6 +176,11 @@ class Cluster:
 
     async def _start(self, worker: _Worker) -> None:
         try:
+            try:  # the process first: one Ray cannot start (it dies as it comes up) is never waited for start_timeout_s
+                await asyncio.wait_for(_await(worker.actor.__ray_ready__.remote()), min(PROCESS_START_S, self.settings.start_timeout_s))
+            except asyncio.TimeoutError:
+                raise TimeoutError(f"its process did not come up within {min(PROCESS_START_S, self.settings.start_timeout_s):g} s: "
+                                   "Ray could not start it; its logs are under /tmp/ray/session_latest/logs") from None  # fmt: skip
             info = await asyncio.wait_for(_await(worker.actor.start.remote()), self.settings.start_timeout_s)
         except Exception as exc:  # noqa: BLE001 - one worker failing to start must not stop the others
             worker.alive = False

@@ -419,6 +419,8 @@ class ModelClient(abc.ABC):
                     row.latency_ms = (time.perf_counter() - start) * 1000
                     kind = "timeout" if isinstance(exc, asyncio.TimeoutError) else type(exc).__name__
                     row.error = self._redact(f"{kind}: {exc}")[:300] if str(exc) else kind
+                    if _connect_failure(exc) and self.limits.answered_at == -float("inf"):
+                        raise self._unreachable(url, row.error) from None
                     if _connect_failure(exc) and self.limits.connection_refused(sent_at, in_use):
                         row.note = BACKPRESSURE_NOTE
                         raise _Backpressure(row.error) from None
@@ -436,6 +438,15 @@ class ModelClient(abc.ABC):
             row.error = "cancelled: the run was interrupted before the server answered"
             row.latency_ms = (time.perf_counter() - start) * 1000
             raise
+
+    def _unreachable(self, url: str, error: str) -> ModelError:
+        """A connection refused (or not made) by a server that has not answered once in this run: nothing listens there
+        (a wrong base URL, a server not started), so the model stops at once in one line instead of retrying each call
+        for a minute. A server that answered before and then went away is an outage: retried as ever."""
+        self.stats["errors"] += 1
+        self._failed = ModelError(f"{self.config.name}: nothing answers at {self._redact(url)} ({error}); start the server or "
+                                  "fix base_url (--base-url)", fatal=True)  # fmt: skip
+        return self._failed
 
     def _oversized(self, exc: BodyTooLarge, row: CallRow, resp: aiohttp.ClientResponse, sent_at: float, start: float) -> ModelError:
         """A reply past ``max_response_bytes``: not read further (the connection is dropped), this call's ``model_error``

@@ -28,6 +28,9 @@ def connect(path: Path, *, read_only: bool = False) -> duckdb.DuckDBPyConnection
         return duckdb.connect(str(path), read_only=read_only)
     except duckdb.IOException as exc:
         first = str(exc).splitlines()[0]
+        if "lock" not in first.lower():  # not held by anyone: the folder or file cannot be written (or read) here
+            fix = "give a file you can read" if read_only else "give an --out path you can write"
+            raise StoreError(f"{path}: cannot open ({first}); {fix}") from None
         raise StoreError(f"{path}: cannot open ({first}); is another agentbench process using it (a run writing it, or a "
                          "report or view still reading it: a run needs the file to itself)?") from None
     except duckdb.Error as exc:
@@ -169,6 +172,8 @@ class Store:
             self.con.execute("CHECKPOINT")
         except WRITE_FAILURES as exc:
             raise write_failure(self.path, exc, "the final checkpoint") from None
+        except duckdb.InterruptException:  # a second Ctrl-C while the file is checkpointed: what was committed stays (WAL)
+            raise KeyboardInterrupt from None
         finally:
             with contextlib.suppress(duckdb.Error):
                 self.con.close()

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..analytics import behaviour as behaviour_mod
-from ..analytics.compare import Comparison, EnvComparison, class_matrix
+from ..analytics.compare import Comparison, EnvComparison, class_matrix, p_is, p_text
 from ..analytics.configs import shown, shown_in_full
 from ..analytics.transcript import env_text, status_text, tokens_text, turn_title
 from ..analytics.failures import FAILURE_CLASSES, INFRA_CLASSES, PAPER_COLUMNS, PAPER_TITLES, class_shares, shown_classes
@@ -399,14 +399,6 @@ def _spend_figures(spend: dict[str, Any] | None) -> list[tuple[str, Any]]:
 
 
 # -- compare --------------------------------------------------------------------------------------
-def _p(p: float) -> str:
-    return "<0.0001" if p < 1e-4 else f"{p:.4f}"
-
-
-def _p_is(p: float) -> str:
-    return "p<0.0001" if p < 1e-4 else f"p={p:.4f}"
-
-
 def compare(data: q.CompareView, allow: bool) -> Markup:
     multi = len(data.files) > 1
     fields = []
@@ -447,8 +439,8 @@ def compare(data: q.CompareView, allow: bool) -> Markup:
     if result.only_a or result.only_b:
         extra.append(f"{counted(result.only_a, 'episode')} only in A, {result.only_b:,} only in B (not paired)")
     parts.append(element("p", f"{counted(t.pairs, 'pair')}: {counted(t.a_only, 'task')} only A solved, {t.b_only:,} only B solved; "
-                              f"the success difference is {verdict} at 5% (exact McNemar {_p_is(t.mcnemar_p)}; Wilcoxon signed-rank "
-                              f"on scores {_p_is(t.wilcoxon.p_value)}). " + "; ".join(extra), cls="verdict"))
+                              f"the success difference is {verdict} at 5% (exact McNemar {p_is(t.mcnemar_p)}; Wilcoxon signed-rank "
+                              f"on scores {p_is(t.wilcoxon.p_value)}). " + "; ".join(extra), cls="verdict"))
     parts.append(_class_changes(data, result))
     parts.append(_flips(data, result))
     return join(parts)
@@ -479,8 +471,8 @@ def _class_changes(data: q.CompareView, result: Comparison) -> Markup:
 
 def _compare_table(result: Comparison) -> Markup:
     def row(e: EnvComparison) -> list[Any]:
-        return [e.env, e.pairs, e.success_a, e.success_b, e.a_only, e.b_only, _p(e.mcnemar_p), percent(e.mean_a), percent(e.mean_b),
-                _p(e.wilcoxon.p_value)]
+        return [e.env, e.pairs, e.success_a, e.success_b, e.a_only, e.b_only, p_text(e.mcnemar_p), percent(e.mean_a), percent(e.mean_b),
+                p_text(e.wilcoxon.p_value)]
 
     envs = [*result.per_env, result.total] if len(result.per_env) > 1 else result.per_env
     return join([element("h2", f"A = {result.label_a}  vs  B = {result.label_b}"),

@@ -1,0 +1,111 @@
+"""Everyday use without surprises (issue 43, item 4): each of these was a traceback, a wrong exit code, a minute of
+retries or output broken at 80 columns; each is now one line (or an unbroken one) and the right exit code."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from agentbench_async.analytics.compare import p_is, p_text
+from agentbench_async.cli import main
+from agentbench_async.store.db import Store
+
+REPO = Path(__file__).resolve().parents[2]
+GUESS = REPO / "docs" / "examples" / "guess_number.py"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "agentbench_async.cli", *args], capture_output=True, text=True, timeout=300, env=env)
+
+
+def test_nothing_listening_at_the_base_url_ends_the_run_at_once_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    url = f"http://127.0.0.1:{_free_port()}/v1"  # nothing listens there: every connection is refused
+    started = time.monotonic()
+    code = main(["run", "--env", str(GUESS), "--model", "m", "--base-url", url, "--out", str(tmp_path / "r.duckdb"), "--no-progress"])
+    elapsed = time.monotonic() - started
+    err = capsys.readouterr().err
+    assert code == 1 and elapsed < 5, (code, elapsed, err)
+    first = err.splitlines()[0]
+    assert first.startswith(f"error: m: nothing answers at {url}/chat/completions (ClientConnectorError") and "fix base_url" in first
+    assert "retry" not in first and "giving up after" not in err  # no retries of a server that never answered
+
+
+def test_argparse_mistakes_are_one_line_with_the_commands_help(capsys: pytest.CaptureFixture[str]) -> None:
+    for argv, needle in ((["run", "--limit", "x"], "agentbench run: error: argument --limit: invalid int value: 'x' (see agentbench run --help)"),
+                         (["run", "--bogus"], "agentbench run: error: unrecognized arguments: --bogus (see agentbench run --help)"),
+                         (["frob"], "agentbench: error: argument COMMAND: invalid choice: 'frob'")):  # fmt: skip
+        with pytest.raises(SystemExit) as stop:
+            main(argv)
+        err = capsys.readouterr().err
+        assert stop.value.code == 2 and err.count("\n") == 1 and err.startswith(needle), err
+
+
+def test_sql_refuses_a_statement_that_writes_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "demo.duckdb"
+    assert main(["demo", "--env", str(GUESS), "--out", str(out), "--limit", "2", "--no-progress"]) == 0
+    capsys.readouterr()
+    for query, kind in (("DELETE FROM episodes", "DELETE"), ("CREATE TABLE t (x INT)", "CREATE"), ("DROP VIEW env_scores", "DROP"),
+                        ("COPY episodes TO 'x.csv'", "COPY"), ("SELECT 1; DELETE FROM episodes", "DELETE")):  # fmt: skip
+        assert main(["sql", str(out), query]) == 2
+        err = capsys.readouterr().err
+        assert err == f"error: sql is read-only: a {kind} statement changes data; give a SELECT (SHOW TABLES lists what there is to read)\n"
+    assert main(["sql", str(out), "SELECT count(*) AS n FROM episodes", "--format", "csv"]) == 0
+    assert capsys.readouterr().out == "n\n4\n"
+
+
+def test_p_values_are_printed_as_p_below_a_ten_thousandth() -> None:
+    assert (p_is(1e-9), p_text(1e-9), p_is(0.25), p_text(0.25)) == ("p < 0.0001", "< 0.0001", "p = 0.2500", "0.2500")
+
+
+def test_output_that_is_not_a_terminal_is_never_broken_at_80_columns(tmp_path: Path) -> None:
+    out = tmp_path / "demo.duckdb"
+    demo = _cli("demo", "--env", str(GUESS), "--out", str(out), "--no-progress")
+    assert demo.returncode == 0, demo.stderr
+    # the end-of-run lines and the commands to copy are whole lines, each longer than 80 characters
+    assert any(len(line) > 80 and line.startswith("See more:") for line in demo.stdout.splitlines()), demo.stdout
+    report = _cli("report", str(out))
+    lines = report.stdout.splitlines()
+    assert report.returncode == 0 and max(len(line) for line in lines) > 80
+    # the behaviour note is one line, not three
+    assert any(line.startswith("looping = a failed episode") and line.rstrip().endswith("view.") for line in lines), report.stdout
+    # COLUMNS sets the width of tables (documented in docs/usage.md)
+    narrow = _cli("report", str(out), env={"COLUMNS": "100", "PATH": "/usr/bin:/bin"})
+    assert narrow.returncode == 0 and max(len(line) for line in narrow.stdout.splitlines() if line.startswith(("┏", "│"))) <= 100
+
+
+def test_an_out_path_that_cannot_be_written_is_not_blamed_on_another_process(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = tmp_path / "x.duckdb"
+    folder.mkdir()  # a folder where the file should be: DuckDB cannot open it, and nobody holds it
+    assert main(["run", "--env", str(GUESS), "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--out", str(folder)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "give an --out path you can write" in err and "another agentbench process" not in err, err
+
+
+def test_a_second_ctrl_c_during_the_final_checkpoint_is_an_interrupt_not_a_traceback(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.duckdb")
+    real = store.con
+
+    class Interrupted:  # DuckDB's answer to a Ctrl-C that arrives while it checkpoints
+        def execute(self, sql: str, *args: object) -> object:
+            if sql == "CHECKPOINT":
+                raise duckdb.InterruptException("INTERRUPT Error: Interrupted!")
+            return real.execute(sql, *args)
+
+        def close(self) -> None:
+            real.close()
+
+    store.con = Interrupted()  # type: ignore[assignment]
+    with pytest.raises(KeyboardInterrupt):
+        store.close()  # the command line turns it into "interrupted: ..." and exit 130
