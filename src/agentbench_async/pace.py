@@ -86,8 +86,8 @@ class PaceTally:
                           f"not counted as a retry; the limit was cut to {fewest:,} at the least") if refused else ""  # fmt: skip
                 out.append(f"{prefix} for one of its {connections:,} connections to the server before being sent (its answers took "
                            f"{duration(answered)}): the connection limit (max_connections {model.max_connections:,}{server}), not "
-                           f"max_concurrency nor the server's speed, set the pace; where the server takes more connections at once, "
-                           f"raise it ({flag} or the config's max_connections)")  # fmt: skip
+                           f"max_concurrency, held them back; where the server takes more connections at once, raise it ({flag} or "
+                           "the config's max_connections)")  # fmt: skip
                 continue
             flag = "--judge-max-in-flight" if is_judge else "--max-in-flight"
             out.append(f"{prefix} in the engine's "

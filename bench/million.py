@@ -1,0 +1,199 @@
+"""A million episodes in one run: memory over the run, connections, retries, episodes lost (issue 49).
+
+    python bench/million.py                                   # 1,000,000 two-turn echo episodes, 10,000 in flight
+    python bench/million.py --episodes 200000                 # as far as time allows
+    python bench/million.py --episodes 20000 --server-connections 1200 --max-in-flight 10000
+                                                              # a server that takes ~1,200 connections at once
+
+Starts ``agentbench serve-mock --latency-ms 100`` in its own process (``--server-connections N``: with an open-files
+limit of N, soft and hard, as a one-process server at its limit: connections beyond wait in its listen queue, then
+time out) and runs, in this process on uvloop, ``agentbench run``'s engine over the ``echo`` environment (2 calls an
+episode, every turn and every HTTP attempt written to DuckDB, the live snapshot included) with ``--concurrency``
+episodes in flight and the model's requests in flight at ``--max-in-flight`` (default: the concurrency; its
+connections at the default ``max_connections``, or ``--max-connections``).
+
+A thread samples this process's resident memory (``/proc/self/statm``) every ``--sample-s`` seconds with the episodes
+finished so far. Prints RSS when the first ``concurrency`` episodes are in flight (admitted), at 10k / 100k / 1M
+finished (those reached), the peak and where it came (episodes finished then), the peak above the RSS at admission
+(the issue's target: within 200 MB), connections opened to the server (counted as aiohttp's connector makes them),
+the most requests in flight at once, calls, retries (and how many of them were connection backpressure), the
+end-of-run lines about the pace, and episodes lost (planned minus completed); then the load average: the cores may be
+shared. ``--csv FILE`` writes the samples.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import resource
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from _support import load_average
+
+TURNS = 2
+_PAGE = os.sysconf("SC_PAGE_SIZE")
+MILESTONES = (10_000, 100_000, 1_000_000)
+
+
+def _rss_mb() -> float:
+    with open("/proc/self/statm", encoding="ascii") as f:
+        return int(f.read().split()[1]) * _PAGE / 2**20
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _start_mock(latency_ms: float, open_files: int | None) -> tuple[subprocess.Popen[bytes], str]:
+    port = _free_port()
+
+    def limit() -> None:  # the server's own open-files limit: soft and hard, so it cannot raise it
+        if open_files:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (open_files, open_files))
+
+    proc = subprocess.Popen([sys.executable, "-m", "agentbench_async.cli", "serve-mock", "--port", str(port), "--latency-ms", str(latency_ms)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=limit)  # fmt: skip
+    for _ in range(600):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return proc, f"http://127.0.0.1:{port}/v1"
+        except OSError:
+            time.sleep(0.1)
+    proc.terminate()
+    raise SystemExit(f"the mock server did not listen on port {port}")
+
+
+def _count_connections() -> list[int]:
+    """Connections aiohttp's connectors open from now on (one count, bumped as each is made)."""
+    import aiohttp
+
+    opened = [0]
+    make = aiohttp.TCPConnector._create_connection
+
+    async def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
+        proto = await make(self, *args, **kwargs)
+        opened[0] += 1
+        return proto
+
+    aiohttp.TCPConnector._create_connection = counted  # type: ignore[method-assign]
+    return opened
+
+
+async def _run(args: argparse.Namespace, base_url: str, samples: list[tuple[float, int, int, float]], blocks: list[int]) -> dict[str, Any]:
+    from agentbench_async.config import build_config
+    from agentbench_async.scheduler import Evaluation
+
+    out = Path(args.out or tempfile.mkdtemp()) / "million.duckdb"
+    out.unlink(missing_ok=True)
+    model: dict[str, Any] = {"name": "mock-oracle", "base_url": base_url, "task_header": True,
+                             "max_in_flight": args.max_in_flight or args.concurrency, "timeout": 600}  # fmt: skip
+    if args.max_connections:
+        model["max_connections"] = args.max_connections
+    cfg = build_config({"out": out, "envs": ["echo"], "split": "test", "max_concurrency": args.concurrency,
+                        "env_options": {"echo": {"tasks": args.episodes, "turns": TURNS}}, "models": [model]})  # fmt: skip
+    opened = _count_connections()
+    evaluation = Evaluation(cfg, progress=False)
+    stop = threading.Event()
+    t0 = time.monotonic()
+
+    def sample() -> None:
+        while not stop.wait(args.sample_s):
+            rows = list(evaluation.progress.rows.values())
+            samples.append((time.monotonic() - t0, sum(r.done for r in rows), sum(r.in_flight for r in rows), _rss_mb()))
+            blocks.append(sys.getallocatedblocks())  # Python's own memory blocks: records waiting for the writer show here
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    cpu = time.process_time()
+    try:
+        summary = await evaluation.run()
+    finally:
+        stop.set()
+        sampler.join()
+    limits = [c.limits for c in evaluation.progress.clients]
+    return {
+        "summary": summary, "seconds": time.monotonic() - t0, "cpu_s": time.process_time() - cpu, "opened": opened[0],
+        "refusals": sum(lim.connection_refusals for lim in limits), "out": out,
+        "pace": summary.pace.lines(cfg.models, cfg.judge, cfg.max_concurrency),
+        "backpressure": _count(out, "SELECT count(*) FROM model_calls WHERE note LIKE '%backpressure%'"),
+        "retried_rows": _count(out, "SELECT count(*) FROM model_calls WHERE attempt > 1"),
+        "file_mb": out.stat().st_size / 2**20,
+    }  # fmt: skip
+
+
+def _count(path: Path, sql: str) -> int:
+    import duckdb
+
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        return int(con.execute(sql).fetchone()[0])
+    finally:
+        con.close()
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--episodes", type=int, default=1_000_000)
+    p.add_argument("--concurrency", type=int, default=10_000, help="episodes in flight (max_concurrency)")
+    p.add_argument("--max-in-flight", type=int, help="the model's requests in flight (default: the concurrency)")
+    p.add_argument("--max-connections", type=int, help="the model's connections (default: the engine's, 1,000)")
+    p.add_argument("--latency-ms", type=float, default=100)
+    p.add_argument("--server-connections", type=int, help="the mock's open-files limit (soft and hard): connections it takes")
+    p.add_argument("--sample-s", type=float, default=1.0)
+    p.add_argument("--out", help="folder for the DuckDB file (default: a temporary one)")
+    p.add_argument("--csv", help="write the samples (seconds, finished, in flight, RSS MB) to this file")
+    args = p.parse_args()
+
+    import uvloop  # the `fast` extra, as agentbench run uses it
+
+    print(f"{args.episodes:,} echo episodes ({TURNS} calls each), {args.concurrency:,} in flight, mock at {args.latency_ms:.0f} ms"
+          + (f" taking ~{args.server_connections:,} connections" if args.server_connections else "")
+          + f"; {os.cpu_count()} cores; start: {load_average()}", flush=True)  # fmt: skip
+    mock, url = _start_mock(args.latency_ms, args.server_connections)
+    samples: list[tuple[float, int, int, float]] = []
+    blocks: list[int] = []
+    try:
+        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+            r = runner.run(_run(args, url, samples, blocks))
+    finally:
+        mock.terminate()
+        mock.wait()
+    s = r["summary"]
+    if args.csv:
+        Path(args.csv).write_text("seconds,finished,in_flight,rss_mb,python_blocks\n"
+                                  + "".join(f"{t:.1f},{d},{f},{m:.1f},{b}\n" for (t, d, f, m), b in zip(samples, blocks)))
+    admitted = next(((t, d, m) for t, d, f, m in samples if f >= min(args.concurrency, args.episodes)), None)
+    peak = max(samples, key=lambda x: x[3]) if samples else None
+    print(f"ran {r['seconds']:.0f} s, {r['cpu_s']:.0f} s of CPU in this process ({r['cpu_s'] / max(s.calls, 1) * 1e6:.0f} us a call); "
+          f"file {r['file_mb']:.0f} MB; end: {load_average()}")  # fmt: skip
+    if admitted is not None:
+        print(f"RSS when {args.concurrency:,} were first in flight ({admitted[0]:.0f} s, {admitted[1]:,} finished): {admitted[2]:.0f} MB")
+    for mark in MILESTONES:
+        at = next(((t, m) for t, d, f, m in samples if d >= mark), None)
+        if at is not None:
+            print(f"RSS at {mark:,} finished ({at[0]:.0f} s): {at[1]:.0f} MB")
+    if peak is not None:
+        above = f", {peak[3] - admitted[2]:+.0f} MB against the RSS at admission" if admitted is not None else ""
+        print(f"peak RSS (sampled) {peak[3]:.0f} MB at {peak[1]:,} finished ({peak[0]:.0f} s){above}; last sample {samples[-1][3]:.0f} MB; "
+              f"ru_maxrss {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")  # fmt: skip
+    completed = s.statuses.get("completed", 0)
+    print(f"connections opened {r['opened']:,}; most in flight {max((f for _, _, f, _ in samples), default=0):,} episodes; "
+          f"{s.calls:,} calls, {s.retries:,} retries ({r['retried_rows']:,} attempts after a first, {r['backpressure']:,} of them "
+          f"refused connections taken as backpressure; {r['refusals']:,} refusals seen); statuses {dict(s.statuses)}; episodes lost "
+          f"{args.episodes - completed:,}")  # fmt: skip
+    for line in r["pace"]:
+        print(line)
+
+
+if __name__ == "__main__":
+    main()
