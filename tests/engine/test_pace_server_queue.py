@@ -8,11 +8,14 @@ from pathlib import Path
 
 from engine_support import echo_config, run, start_mock
 
+from agentbench_async.analytics import load
+from agentbench_async.analytics.operations import limit_lines
+
 
 async def _lines(tmp_path: Path, **mock: object) -> tuple[list[str], float]:
     server = await start_mock(latency_ms=150, **mock)
     try:
-        cfg = echo_config(tmp_path / f"r{len(list(tmp_path.iterdir()))}.duckdb", server.base_url, limit=8, max_concurrency=4)
+        cfg = echo_config(tmp_path / "r.duckdb", server.base_url, limit=8, max_concurrency=4)
         summary = await run(cfg)
     finally:
         await server.stop()
@@ -27,3 +30,7 @@ async def test_a_one_at_a_time_server_is_named_as_the_pace_not_max_concurrency(t
     [line] = [line for line in lines if "server's own queue" in line]
     assert line.startswith("mock-oracle: its requests waited ") and "the server answers few requests at a time and set the pace" in line
     assert "more concurrency would only wait there" in line
+    # the report: the calls' summed latency beside the wall time they took (four at a time: the sum is larger)
+    with load(tmp_path / "r.duckdb") as res:
+        [limits] = limit_lines(res)
+    assert "(summed latency of every call) within " in limits and "of wall time from the first call's start to the last's" in limits
