@@ -466,7 +466,7 @@ def _execute(cfg: RunConfig, *, progress: bool | None, command: str, skip_unavai
 
 
 def _cmd_plan(args: argparse.Namespace) -> int:
-    from .analytics.plan_compare import plan_path
+    from .analytics.plan_compare import save_plan
     from .planning import make_plan, print_plan
 
     if args.demo:  # agentbench demo's run (its mock models, the dev split unless --split), as demo would play it
@@ -478,18 +478,12 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     else:
         cfg = build_config(_run_settings(args), where=str(args.config) if args.config else "flags")
     plan = eventloop.run(make_plan(cfg, calibrate_from=args.calibrate_from or [], chars_per_token=args.chars_per_token))
-    saved = plan_path(cfg.out)
-    try:  # beside the run's file: report puts it beside what the run used
-        saved.parent.mkdir(parents=True, exist_ok=True)
-        saved.write_text(json.dumps(plan.as_dict(), indent=1), encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"plan: cannot write {saved} ({exc.strerror or exc}); give another --out") from None
+    saved = save_plan(plan.as_dict(), cfg.out)  # beside the run's file: report puts it beside what the run used
     if args.json:
         print(json.dumps(plan.as_dict(), indent=1))
     else:
         print_plan(plan, _console)
-        _err.print(f"plan saved to {saved} (agentbench report {cfg.out} puts it beside what the run used)", markup=False, highlight=False,
-                   soft_wrap=True)
+        _err.print(saved, markup=False, highlight=False, soft_wrap=True)
     return 0
 
 

@@ -31,7 +31,8 @@ from rich.table import Table
 
 from .config import RunConfig
 from .envs import make_env
-from .envs.base import Environment, EpisodeContext
+from .envs.base import Environment, EpisodeContext, Task
+from .episode import episode_id
 from .errors import AgentBenchError, ConfigError
 from .history import history_policy
 from .limits import ModelLimits
@@ -199,6 +200,7 @@ class Row:
     worst_output: float
     judge_expected_tokens: float
     judge_worst_tokens: float
+    already_done: int  # episodes the run's file holds already (a resume plays the others; they are not planned)
     expected_usd: float | None
     worst_usd: float | None
     basis: str  # where the expected figures come from
@@ -251,6 +253,7 @@ async def make_plan(cfg: RunConfig, *, calibrate_from: list[Path], chars_per_tok
     counters = {m.name: token_counter(m, calibration, chars_per_token) for m in cfg.models}
     rows: list[Row] = []
     notes: list[str] = []
+    done = _done(cfg, notes)
     envs = {name: make_env(name, data_dir=cfg.env_data_dir(name), options=cfg.env_options.get(name)) for name in cfg.envs}
     rendered = await asyncio.gather(*(_first_requests(cfg, env) for env in envs.values()), return_exceptions=True)
     for (name, env), firsts in zip(envs.items(), rendered):
@@ -261,7 +264,7 @@ async def make_plan(cfg: RunConfig, *, calibrate_from: list[Path], chars_per_tok
             raise firsts
         for model in cfg.models:
             shape = shapes.get((model.name, name)) or env_shapes.get(name)
-            rows.append(_row(cfg, model, env, firsts, counters[model.name], shape))
+            rows.append(_row(cfg, model, env, firsts, counters[model.name], shape, done))
     minutes = {m.name: _minutes(cfg, m, [r for r in rows if r.model == m.name], shapes) for m in cfg.models}
     plan = Plan(rows, {m: c.how for m, c in counters.items()}, minutes, notes, fingerprint=cfg.fingerprint())
     plan.seconds = loop.time() - began
@@ -274,7 +277,8 @@ class _First:
 
     messages: list[Message]
     tools: list[dict[str, Any]] | None
-    repeats: int
+    task: Task
+    repeats: list[int]  # the task's repeats the run plays
 
 
 async def _first_requests(cfg: RunConfig, env: Environment) -> list[_First]:
@@ -291,10 +295,10 @@ async def _first_requests(cfg: RunConfig, env: Environment) -> list[_First]:
     if specs and all(o is not None for o in openings):  # told without the episodes' resources (os, db): no start
         for spec, (messages, tools) in zip(specs, openings):  # type: ignore[misc]
             if spec.task.task_id in firsts:
-                firsts[spec.task.task_id].repeats += 1
+                firsts[spec.task.task_id].repeats.append(spec.repeat)
             else:
                 keep = len(messages) if spec.action_mode == "tools" else 1
-                firsts[spec.task.task_id] = _First(shape(list(messages), keep=keep), tools, 1)
+                firsts[spec.task.task_id] = _First(shape(list(messages), keep=keep), tools, spec.task, [spec.repeat])
         return list(firsts.values())
     await env.start()
     try:
@@ -302,9 +306,9 @@ async def _first_requests(cfg: RunConfig, env: Environment) -> list[_First]:
 
         async def first(spec: Any, ctx: EpisodeContext) -> None:
             if spec.task.task_id in firsts:
-                firsts[spec.task.task_id].repeats += 1
+                firsts[spec.task.task_id].repeats.append(spec.repeat)
                 return
-            firsts[spec.task.task_id] = placeholder = _First([], None, 1)
+            firsts[spec.task.task_id] = placeholder = _First([], None, spec.task, [spec.repeat])
             async with sem:
                 session = await env.open_session(spec.task, ctx)
                 try:
@@ -318,6 +322,27 @@ async def _first_requests(cfg: RunConfig, env: Environment) -> list[_First]:
     finally:
         await env.close()
     return list(firsts.values())
+
+
+def _done(cfg: RunConfig, notes: list[str]) -> set[str]:
+    """The episodes the run's file already holds for this configuration (agent outcomes: a resume skips them)."""
+    from .statuses import AGENT_OUTCOMES
+    from .store.db import connect
+
+    if not cfg.out.is_file():
+        return set()
+    try:
+        con = connect(cfg.out, read_only=True)
+    except AgentBenchError as exc:  # a run is writing it: planned as if nothing were done
+        notes.append(f"{exc}: planned every episode")
+        return set()
+    try:
+        statuses = sorted(AGENT_OUTCOMES)
+        rows = con.execute(f"SELECT episode_id FROM episodes WHERE fingerprint = ? AND status IN ({', '.join('?' * len(statuses))})",
+                           [cfg.fingerprint(), *statuses]).fetchall()  # fmt: skip
+    finally:
+        con.close()
+    return {r[0] for r in rows}
 
 
 async def _no_judge(messages: list[Message]) -> Any:
@@ -344,10 +369,13 @@ def _text(first: _First) -> str:
     return "".join(p if isinstance(p, str) else json.dumps(p) for p in parts)
 
 
-def _row(cfg: RunConfig, model: ModelConfig, env: Environment, firsts: list[_First], counter: TokenCounter, shape: Shape | None) -> Row:
+def _row(cfg: RunConfig, model: ModelConfig, env: Environment, firsts: list[_First], counter: TokenCounter, shape: Shape | None,
+         done: set[str]) -> Row:  # fmt: skip
     cap = type(env).turn_cap(cfg.action_mode)
     cap = min(cap, env.max_turns)
-    tokens = [(counter.count(_text(f)), f.repeats) for f in firsts]
+    # the episodes to play: a resume skips those the run's file holds already (done)
+    tokens = [(counter.count(_text(f)), sum(episode_id(model.name, f.task, r) not in done for r in f.repeats)) for f in firsts]
+    skipped = sum(len(f.repeats) for f in firsts) - sum(n for _, n in tokens)
     episodes = sum(n for _, n in tokens)
     mean_first = sum(t * n for t, n in tokens) / max(1, episodes)
     first_max = max((t for t, _ in tokens), default=0)
@@ -396,7 +424,7 @@ def _row(cfg: RunConfig, model: ModelConfig, env: Environment, firsts: list[_Fir
         model=model.name, env=env.name, episodes=episodes, first_tokens_mean=mean_first, first_tokens_max=first_max,
         first_request_bytes_max=bytes_max, turn_cap=cap, expected_calls=calls, expected_input=exp_in * episodes,
         expected_output=exp_out * episodes, worst_calls=cap * episodes, worst_input=worst_in, worst_output=worst_out,
-        judge_expected_tokens=judge_exp * episodes, judge_worst_tokens=judge_cap * episodes, expected_usd=exp_usd,
+        judge_expected_tokens=judge_exp * episodes, judge_worst_tokens=judge_cap * episodes, already_done=skipped, expected_usd=exp_usd,
         worst_usd=worst_usd, basis=basis,
     )  # fmt: skip
 
@@ -444,6 +472,10 @@ def print_plan(plan: Plan, console: Console) -> None:
         console.print(f"{model}: tokens counted with {how}; time {when} ({bound})", markup=False, highlight=False, soft_wrap=True)
     for basis in sorted({f"{r.env}: expected from {r.basis}" for r in plan.rows}):
         console.print(basis, markup=False, highlight=False, soft_wrap=True)
+    done = sum(r.already_done for r in plan.rows)
+    if done:
+        console.print(f"{counted(done, 'episode')} already done in the run's file (a resume skips them): not planned", markup=False,
+                      highlight=False)  # fmt: skip
     for note in plan.notes:
         console.print(f"warning: {note}", markup=False, highlight=False, soft_wrap=True)
     console.print(f"planned in {plan.seconds:.1f} s", markup=False, highlight=False)

@@ -59,6 +59,10 @@ def test_plan_is_within_20_percent_of_the_run_and_the_worst_case_never_below(tmp
     assert cli.main(["report", str(out), "--json"]) == 0
     compared = json.loads(capsys.readouterr().out)["plan_vs_spend"][str(out)]
     assert [(r["env"], r["tokens"]) for r in compared] == [("echo", used)]
+    # planned again after the run: every episode already done, nothing left to plan; the saved plan stays
+    again = _plan(capsys, out, "test", "--from", str(earlier))
+    assert [(r["episodes"], r["already_done"]) for r in again["rows"]] == [(0, 12)]
+    assert json.loads((tmp_path / "test.plan.json").read_text())["rows"][0]["episodes"] == 12
 
 
 def test_plan_says_how_it_counted_and_costs_at_the_prices(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from ..errors import ConfigError
 from .loading import Results
 
 PLAN_SUFFIX = ".plan.json"
@@ -28,6 +29,21 @@ def read_plan(out: Path) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     return plan if isinstance(plan, dict) and isinstance(plan.get("rows"), list) else None
+
+
+def save_plan(plan: dict[str, Any], out: Path) -> str:
+    """Save ``plan`` (``Plan.as_dict()``) beside ``out``; the line saying where. A plan of a resume (episodes already
+    done) leaves the saved plan of the same configuration in place: report compares the whole run's plan."""
+    path = plan_path(out)
+    earlier = read_plan(out)
+    if any(r.get("already_done") for r in plan["rows"]) and earlier is not None and earlier.get("fingerprint") == plan.get("fingerprint"):
+        return f"plan of the episodes left not saved: {path} keeps the plan of the whole run (agentbench report {out} compares it)"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(plan, indent=1), encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"plan: cannot write {path} ({exc.strerror or exc}); give another --out") from None
+    return f"plan saved to {path} (agentbench report {out} puts it beside what the run used)"
 
 
 def plan_vs_spend(res: Results, out: Path) -> list[dict[str, Any]] | None:
