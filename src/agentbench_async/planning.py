@@ -33,7 +33,7 @@ from .config import RunConfig
 from .envs import make_env
 from .envs.base import Environment, EpisodeContext, Task
 from .episode import episode_id
-from .errors import AgentBenchError, ConfigError
+from .errors import AgentBenchError, ConfigError, StoreError
 from .history import history_policy
 from .limits import ModelLimits
 from .models import ModelConfig, make_client
@@ -53,7 +53,8 @@ class TokenCounter:
     count: Callable[[str], int]
 
 
-def token_counter(model: ModelConfig, calibration: dict[str, float], chars_per_token: float | None) -> TokenCounter:
+def token_counter(model: ModelConfig, calibration: dict[str, float], chars_per_token: float | None,
+                  source: str = "--from") -> TokenCounter:  # fmt: skip
     """tiktoken (when installed, for OpenAI-style models), else the calibrated ratio of ``model``, else the estimate."""
     if chars_per_token is None and model.provider != "anthropic":
         encoding = _tiktoken(model.model_id)
@@ -61,7 +62,7 @@ def token_counter(model: ModelConfig, calibration: dict[str, float], chars_per_t
             return TokenCounter(f"tiktoken {encoding.name}", lambda text: len(encoding.encode(text, disallowed_special=())))
     if chars_per_token is None and model.name in calibration:
         ratio = calibration[model.name]
-        return TokenCounter(f"calibrated from --from: {ratio:.2f} characters a token", lambda text: math.ceil(len(text) / ratio))
+        return TokenCounter(f"calibrated from {source}: {ratio:.2f} characters a token", lambda text: math.ceil(len(text) / ratio))
     ratio = chars_per_token or DEFAULT_CHARS_PER_TOKEN
     given = "--chars-per-token" if chars_per_token else "no tokenizer installed, no --from file of this model"
     return TokenCounter(f"estimate: {ratio:g} characters a token ({given})", lambda text: math.ceil(len(text) / ratio))
@@ -103,7 +104,7 @@ class Shape:
     source: str  # which model's episodes: "same model" or "other models"
 
 
-def read_earlier(paths: Iterable[Path]) -> tuple[dict[str, float], dict[tuple[str, str], Shape], dict[str, Shape]]:
+def read_earlier(paths: Iterable[Path], label: str = "") -> tuple[dict[str, float], dict[tuple[str, str], Shape], dict[str, Shape]]:
     """From earlier result files: characters a token per model; the shape of (model, env)'s episodes; env's shape
     over every model (used when the model itself is not in the files)."""
     from .store.db import connect
@@ -125,11 +126,11 @@ def read_earlier(paths: Iterable[Path]) -> tuple[dict[str, float], dict[tuple[st
             if r["first_chars"] and r["first_input"]:
                 chars.setdefault(r["model"], []).append((r["first_chars"], r["first_input"]))  # type: ignore[arg-type]
     calibration = {m: sum(c for c, _ in v) / max(1, sum(t for _, t in v)) for m, v in chars.items()}  # type: ignore[misc]
-    shapes = {key: _shape(rows, "same model") for key, rows in per_model.items()}
+    shapes = {key: _shape(rows, "same model" + label) for key, rows in per_model.items()}
     by_env: dict[str, list[dict[str, Any]]] = {}
     for (_, env), rows in per_model.items():
         by_env.setdefault(env, []).extend(rows)
-    return calibration, shapes, {env: _shape(rows, "other models") for env, rows in by_env.items()}
+    return calibration, shapes, {env: _shape(rows, "other models" + label) for env, rows in by_env.items()}
 
 
 def _shape(rows: list[dict[str, Any]], source: str) -> Shape:
@@ -249,10 +250,20 @@ async def make_plan(cfg: RunConfig, *, calibrate_from: list[Path], chars_per_tok
         raise ConfigError(f"--chars-per-token: expected characters a token > 0, got {chars_per_token:g}")
     loop = asyncio.get_running_loop()
     began = loop.time()
-    calibration, shapes, env_shapes = read_earlier(calibrate_from) if calibrate_from else ({}, {}, {})
-    counters = {m.name: token_counter(m, calibration, chars_per_token) for m in cfg.models}
     rows: list[Row] = []
     notes: list[str] = []
+    # without --from, the run's own file (a resume: its earlier invocations) is the earlier run
+    own = not calibrate_from and cfg.out.is_file()
+    try:
+        calibration, shapes, env_shapes = read_earlier(calibrate_from or [cfg.out], ", this run's file" if own else "") \
+            if calibrate_from or own else ({}, {}, {})
+    except StoreError as exc:  # a run is writing it
+        if not own:
+            raise
+        notes.append(f"{exc}: not read for calibration")
+        calibration, shapes, env_shapes = {}, {}, {}
+    source = "this run's file" if own else "--from"
+    counters = {m.name: token_counter(m, calibration, chars_per_token, source) for m in cfg.models}
     done = _done(cfg, notes)
     envs = {name: make_env(name, data_dir=cfg.env_data_dir(name), options=cfg.env_options.get(name)) for name in cfg.envs}
     rendered = await asyncio.gather(*(_first_requests(cfg, env) for env in envs.values()), return_exceptions=True)
@@ -469,7 +480,7 @@ def print_plan(plan: Plan, console: Console) -> None:
     for model, how in plan.counting.items():
         minutes, bound = plan.minutes[model]
         when = "-" if math.isnan(minutes) else f"~{minutes:,.1f} min"
-        console.print(f"{model}: tokens counted with {how}; time {when} ({bound})", markup=False, highlight=False, soft_wrap=True)
+        console.print(f"{model}: token counting: {how}; time {when} ({bound})", markup=False, highlight=False, soft_wrap=True)
     for basis in sorted({f"{r.env}: expected from {r.basis}" for r in plan.rows}):
         console.print(basis, markup=False, highlight=False, soft_wrap=True)
     done = sum(r.already_done for r in plan.rows)

@@ -163,3 +163,12 @@ def test_progress_line_and_live_page_show_the_spend_and_its_projection() -> None
     assert "spent 7.00 USD of 50 (projected 15.00)" in progress.line()
     status = LiveStatus.from_manifest({"run_id": "r", "pid": 1, "updated_at": 0, "progress": progress.snapshot()})
     assert dict(_spend_figures(status.spend)) == {"spent (all calls)": "$7.0000 of $50", "projected": "$15.0000"}
+
+
+async def test_episode_cost_limit_counts_the_model_calls_at_its_prices(tmp_path: Path) -> None:
+    out = tmp_path / "costly.duckdb"
+    models = [{"name": "mock-oracle", **PRICES}]  # 0.001 USD a token: 0.04 USD is 40 tokens
+    summary = await _echo_run(out, {"turns": 3, "tasks": 4}, models=models, episode_limits={"cost": 0.04})
+    assert summary.statuses == {"episode_limit_exceeded": 4}
+    rows = query(out, "SELECT details->>'limit', error, input_tokens + output_tokens FROM episodes")
+    assert all(limit == "cost" and "episode cost limit reached" in error and tokens >= 40 for limit, error, tokens in rows)
