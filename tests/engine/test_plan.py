@@ -59,6 +59,8 @@ def test_plan_is_within_20_percent_of_the_run_and_the_worst_case_never_below(tmp
     assert cli.main(["report", str(out), "--json"]) == 0
     compared = json.loads(capsys.readouterr().out)["plan_vs_spend"][str(out)]
     assert [(r["env"], r["tokens"]) for r in compared] == [("echo", used)]
+    assert cli.main(["report", str(out), "--html", str(tmp_path / "r.html")]) == 0
+    assert "<h2>Plan vs spend</h2>" in (tmp_path / "r.html").read_text() and f"{used:,}" in (tmp_path / "r.html").read_text()
     # planned again after the run: every episode already done, nothing left to plan; the saved plan stays
     again = _plan(capsys, out, "test", "--from", str(earlier))
     assert [(r["episodes"], r["already_done"]) for r in again["rows"]] == [(0, 12)]

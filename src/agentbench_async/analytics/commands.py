@@ -49,7 +49,7 @@ def report(
         rep = build_report(res, prices, denominator)
         planned = {str(p): rows for p in paths if (rows := plan_vs_spend(res, p))}  # agentbench plan's figures, where made
     if html is not None:
-        write_html(rep, html)
+        write_html(rep, html, planned)
     if json_out:
         out = rep.to_dict()
         if planned:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from html import escape
 from pathlib import Path
@@ -14,6 +14,7 @@ from ..wording import counted, duration
 from . import behaviour, configs, notes
 from .configs import shown
 from .failures import FAILURE_CLASSES, INFRA_CLASSES, PAPER_COLUMNS, PAPER_TITLES, shown_classes
+from .plan_compare import plan_cells
 from .report import Report
 from .run_settings import AGENTBENCH_SETTINGS
 from .svg import PALETTE, histogram, interval_bars, line_chart, stacked_bars
@@ -291,7 +292,17 @@ def _operations_section(report: Report) -> str:
     )
 
 
-def render_html(report: Report) -> str:
+def _plan_section(planned: Mapping[str, list[dict[str, Any]]]) -> str:
+    """agentbench plan's figures beside what the run used (plan_compare.plan_vs_spend), per result file."""
+    parts = ["<h2>Plan vs spend</h2>", '<p class="note">agentbench plan\'s expected and worst-case tokens and USD beside what '
+             "the run of the same configuration used; difference: planned / used - 1.</p>"]
+    for rows in planned.values():
+        parts.append(_table(["model", "env", "episodes", "planned tokens", "used tokens", "difference", "worst tokens", "planned USD",
+                             "used USD"], [plan_cells(r) for r in rows]))
+    return "".join(parts)
+
+
+def render_html(report: Report, planned: Mapping[str, list[dict[str, Any]]] | None = None) -> str:
     runs = [[r["run_id"], r["created_at"], r["command"], r["version"], r["episodes"], r["source_file"]]
             for r in report.runs.iter_rows(named=True)]
     generated = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
@@ -312,13 +323,16 @@ def render_html(report: Report) -> str:
         parts += [_scores_section(report), _failure_section(report), _reasons_section(report), _behaviour_section(report), _turns_section(report),
                   _repeats_section(report), _operations_section(report)]
         parts += [f'<p class="deviations">{escape(line)}</p>' for line in report.tool_hints or []]
+    if planned:
+        parts.append(_plan_section(planned))
     parts.append("</body></html>")
     return "\n".join(parts)
 
 
-def write_html(report: Report, path: Path) -> None:
+def write_html(report: Report, path: Path, planned: Mapping[str, list[dict[str, Any]]] | None = None) -> None:
+    """The report as one HTML file; ``planned``: per result file, agentbench plan's figures beside the spend."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_html(report), encoding="utf-8")
+    path.write_text(render_html(report, planned), encoding="utf-8")
 
 
 __all__ = ["CLASS_COLORS", "PALETTE", "render_html", "write_html"]

@@ -89,12 +89,17 @@ def print_plan_vs_spend(rows: list[dict[str, Any]], console: Console) -> None:
     for col in ("model", "env", "episodes", "planned tokens", "used tokens", "difference", "worst tokens", "planned USD", "used USD"):
         table.add_column(col, justify="left" if col in ("model", "env") else "right")
     for r in rows:
-        diff = r["tokens_diff_share"]
-        table.add_row(r["model"], r["env"], f"{r['episodes']:,}/{r['planned_episodes']:,}", f"{r['planned_tokens']:,.0f}",
-                      "-" if r["tokens"] is None else f"{r['tokens']:,.0f}", "-" if diff is None else f"{100 * diff:+.1f}%",
-                      f"{r['worst_tokens']:,.0f}", _usd(r["planned_usd"]), _usd(r["cost_usd"]))  # fmt: skip
+        table.add_row(*plan_cells(r))
     print_table(console, table, keys=2)
     console.print("difference: planned / used - 1 (positive: the plan expected more)", markup=False, highlight=False)
+
+
+def plan_cells(r: dict[str, Any]) -> list[str]:
+    """A row of the plan-versus-spend table as text (the terminal's and the HTML report's)."""
+    diff = r["tokens_diff_share"]
+    return [r["model"], r["env"], f"{r['episodes']:,}/{r['planned_episodes']:,}", f"{r['planned_tokens']:,.0f}",
+            "-" if r["tokens"] is None else f"{r['tokens']:,.0f}", "-" if diff is None else f"{100 * diff:+.1f}%",
+            f"{r['worst_tokens']:,.0f}", _usd(r["planned_usd"]), _usd(r["cost_usd"])]  # fmt: skip
 
 
 def _usd(value: float | None) -> str:
