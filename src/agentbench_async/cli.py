@@ -709,7 +709,7 @@ def _cmd_new_env(args: argparse.Namespace) -> int:
     from .scaffold import new_env
 
     written = new_env(args.name, args.out)
-    _err.print(f"wrote {counted(len(written), 'file')} of environment {args.name} to {args.out}; next: pip install -e {args.out} && "
+    _err.print(f"wrote {counted(len(written), 'file')} of environment {args.name} to {args.out}; next: pip install -e '{args.out}[test]' && "
                f"agentbench demo --env {args.name} (its README says what to edit)", markup=False, highlight=False, soft_wrap=True)
     return 0
 

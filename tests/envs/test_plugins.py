@@ -173,6 +173,21 @@ def test_demo_plays_the_plugins_policies_and_it_is_reported_viewed_and_resumed(v
     assert "demo: 0 episodes finished, 12 already done" in again.stderr
 
 
+def test_an_edited_plugin_is_played_again_by_demo_which_says_why(venv: _Venv, tmp_path: Path) -> None:
+    out = tmp_path / "edit.duckdb"
+    first = venv.cli("demo", "--env", NAME, "--out", str(out), "--no-progress")
+    assert first.returncode == 0, first.stderr
+    code = query(out, f"SELECT DISTINCT json_extract_string(config, '$.env_options.{NAME}.code') FROM runs")[0][0]
+    assert code.startswith("sha256:") and code.endswith(" (agentbench-env-acme-desk 0.1.0)"), code  # its sources, its distribution
+    session = Path(venv.python_out(f"import agentbench_env_{NAME}.session as m; print(m.__file__)").strip())
+    session.write_text(session.read_text() + "\n# edited: the code a run resumes against changed\n")
+    again = venv.cli("demo", "--env", NAME, "--out", str(out), "--no-progress")
+    err = " ".join(again.stderr.split())
+    assert again.returncode == 0, err
+    assert f"demo: {NAME}.code: {code[:20]}" in err and "in the file, sha256:" in err and "playing again" in err, err
+    assert "demo: 12 episodes finished, 0 already done" in err
+
+
 @pytest.fixture
 def venv_mock(venv: _Venv) -> Iterator[str]:
     """``serve-mock`` of the virtualenv (it finds the plugin's policies the way the run does)."""

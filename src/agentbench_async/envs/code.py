@@ -5,7 +5,7 @@ this text among the environment's options (``code``), where it enters the finger
 ``--out`` file with other code is refused as a different configuration (``demo`` plays it again and says why).
 
 - a file environment (``--env FILE.py``): ``sha256:<the file's hash>``;
-- an installed plugin: ``<distribution> <version> sha256:<hash of its package's source files>`` (an editable
+- an installed plugin: ``sha256:<hash of its package's source files> (<distribution> <version>)`` (an editable
   install's edits change the hash, a released version's number changes too);
 - a built-in environment: ``behaviour N`` once its ``behaviour_version`` has been raised above 1 for a change of
   results (nothing before, so earlier files resume as they did).
@@ -33,7 +33,7 @@ def code_of(name: str) -> str | None:
         return file_env.code
     if name not in _REGISTRY and name in plugins():
         plugin = plugins()[name]
-        return f"{plugin.package} sha256:{package_hash(plugin.target.partition(':')[0].partition('.')[0])}"
+        return f"sha256:{package_hash(plugin.target.partition(':')[0].partition('.')[0])} ({plugin.package})"  # the hash first: labels cut at 40
     version = getattr(env_class(name), "behaviour_version", 1)
     return f"behaviour {version}" if version != 1 else None
 
