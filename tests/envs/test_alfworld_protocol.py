@@ -145,16 +145,18 @@ async def test_text_prompt_shape_and_action_list_shortening(tmp_path: Path) -> N
 @pytest.mark.parametrize(
     ("reply", "status", "error"),
     [
-        ("I will look around.", st.INVALID_FORMAT, "no 'ACTION:'"),
-        ("Action: look", st.INVALID_FORMAT, "no 'ACTION:'"),
-        ("THOUGHT: hmm\n ACTION:\n", st.INVALID_FORMAT, "empty action"),
+        # the reason of alfworld's taxonomy (reasons.py): what the reply had instead, with the nearest match
+        ("I will look around.", st.INVALID_FORMAT, 'no action line: prose; nearest: "I will look around."'),
+        ("Action: look", st.INVALID_FORMAT, 'action line not written as "ACTION: <command>"; nearest: "Action: look"'),
+        ("THOUGHT: hmm\n ACTION:\n", st.INVALID_FORMAT, "empty action after 'ACTION:'"),
     ],
 )
 async def test_unreadable_replies_end_the_episode_as_upstreams_invalid_action(tmp_path: Path, reply: str, status: str, error: str) -> None:
     session, game, _ = await _session(tmp_path)
     step = await session.step(ModelReply(content=reply))
     assert step.outcome is not None and not step.valid
-    assert step.outcome.status == status and error in (step.outcome.error or "")
+    assert step.outcome.status == status and step.outcome.error == error == step.error
+    assert step.outcome.details["failure_reason"] == error.split("; nearest:")[0]
     assert step.outcome.paper_status == st.PAPER_AGENT_INVALID_ACTION and step.outcome.score == 0.0
     assert game.sent == []
 

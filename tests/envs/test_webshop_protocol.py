@@ -146,6 +146,13 @@ async def test_a_reply_without_an_action_ends_the_episode_as_validation_failed(e
     step = await session.step(ModelReply(content="Action: click [Buy Now]"))
     assert step.outcome is not None and not step.valid
     assert (step.outcome.status, step.outcome.score, step.outcome.paper_status) == (st.INVALID_FORMAT, 0.0, st.PAPER_AGENT_VALIDATION_FAILED)
+    # the reason of webshop's taxonomy (reasons.py), with what the reply had nearest
+    assert step.outcome.details["failure_reason"] == "action not written as search[...] or click[...]"
+    assert step.outcome.error == step.error == 'action not written as search[...] or click[...]; nearest: "Action: click [Buy Now]"'
+    for reply, reason in [("**Action**: search[red shoes]", 'action line not written as "Action: search[...]" or "Action: click[...]"'),
+                          ("I would buy the red ones.", "no action line: prose"), ("", "empty reply")]:
+        ended = await (await _session(env)).step(ModelReply(content=reply))
+        assert ended.outcome is not None and ended.outcome.details["failure_reason"] == reason
 
 
 async def test_an_action_that_does_not_apply_uses_the_round_and_shows_the_same_page(env: WebShopEnvironment) -> None:

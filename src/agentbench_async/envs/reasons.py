@@ -9,6 +9,7 @@ by label with an example each.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,3 +40,27 @@ class FailureReason:
         """``details`` with the label stored under ``failure_reason``."""
         details[REASON_KEY] = self.label
         return details
+
+
+EMPTY = "empty reply"
+PROSE = "no action line: prose"
+
+
+def line_of(pattern: re.Pattern[str], content: str) -> str | None:
+    """The whole line holding ``pattern``'s first match in ``content``, stripped (None: no match)."""
+    match = pattern.search(content)
+    if match is None:
+        return None
+    start, end = content.rfind("\n", 0, match.start()) + 1, content.find("\n", match.end())
+    return content[start : end if end >= 0 else len(content)].strip()
+
+
+def missing_action_reason(content: str, tag_like: re.Pattern[str], tag_label: str) -> FailureReason:
+    """A reply whose action line the parser did not find: ``empty reply``; ``tag_label`` with the line when ``tag_like``
+    finds one that looks like it (another case, bold, another separator); else ``no action line: prose`` (its first line)."""
+    if not content.strip():
+        return FailureReason(EMPTY)
+    near = line_of(tag_like, content)
+    if near is not None:
+        return FailureReason(tag_label, near)
+    return FailureReason(PROSE, content.strip().splitlines()[0])

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ...environment import EnvError, EpisodeContext, Message, ModelReply, Outcome, Session, Step, Task, statuses as st
+from ..reasons import FailureReason
 from .engine import Game, GamePool, GameState
 from .parsing import Mapped, extract_action, nearest_admissible, normalise, repeats, tool_argument
 from .prompts import (
@@ -40,6 +41,7 @@ from .prompts import (
     tools_prompt,
     without_action_list,
 )
+from .reasons import EMPTY_ACTION, no_action_reason
 
 MAX_STEPS = 35  # AgentBench v0.2's max_step for alfworld-dev and alfworld-std
 FC_MAX_STEPS = 20  # AgentBench FC's max_step (configs/tasks/alfworld.yaml): tools mode's cap
@@ -122,10 +124,10 @@ class ALFWorldSession(Session):
     def _parse_text(self, reply: ModelReply) -> Step | tuple[str, Mapped, None, list[Message]]:
         content = reply.content or ""
         action = extract_action(content)
-        if action is None:
-            return self._invalid(st.INVALID_FORMAT, st.PAPER_AGENT_INVALID_ACTION, "no 'ACTION:' in the reply")
+        if action is None:  # what the reply had instead (reasons.py)
+            return self._invalid(st.INVALID_FORMAT, st.PAPER_AGENT_INVALID_ACTION, no_action_reason(content))
         if not action:
-            return self._invalid(st.INVALID_FORMAT, st.PAPER_AGENT_INVALID_ACTION, "empty action after 'ACTION:'")
+            return self._invalid(st.INVALID_FORMAT, st.PAPER_AGENT_INVALID_ACTION, FailureReason(EMPTY_ACTION))
         return content, nearest_admissible(action, self._commands), None, []
 
     def _parse_tools(self, reply: ModelReply) -> Step | tuple[str, Mapped, str, list[Message]]:
@@ -147,8 +149,13 @@ class ALFWorldSession(Session):
                         error=f"{TOOL_NAME} needs a string as its first argument")  # fmt: skip
         return value, nearest_admissible(normalise(value), self._commands), call.id, ignored
 
-    def _invalid(self, status: str, paper_status: str, error: str, action: str | None = None) -> Step:
-        return Step(action=action, valid=False, error=error, outcome=self._outcome(status, paper_status, error=error))
+    def _invalid(self, status: str, paper_status: str, error: str | FailureReason, action: str | None = None) -> Step:
+        """A reply that ends the episode; a reason of alfworld's taxonomy is also stored as details.failure_reason."""
+        text = error.error if isinstance(error, FailureReason) else error
+        outcome = self._outcome(status, paper_status, error=text)
+        if isinstance(error, FailureReason):
+            error.add_to(outcome.details)
+        return Step(action=action, valid=False, error=text, outcome=outcome)
 
     async def on_turn_limit(self) -> Outcome:
         return self._outcome(st.TASK_LIMIT_EXCEEDED, st.PAPER_TASK_LIMIT_REACHED, error=f"{self._max_steps} turns without finishing the task")

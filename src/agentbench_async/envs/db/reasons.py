@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import re
 
-from ..reasons import FailureReason
+from ..reasons import EMPTY, PROSE, FailureReason, line_of
 from .protocol import TextReply
 
 # the labels (stable: runs compare by them)
-EMPTY = "empty reply"
 OPERATION_WITHOUT_SQL = '"Action: Operation" without a ```sql block'
 SQL_WITHOUT_OPERATION = 'SQL block without "Action: Operation"'
 BOLD_ANSWER_TAG = "answer tag written as **Final Answer**"
@@ -22,7 +21,6 @@ ANSWER_TAG_FIRST = "answer tag at the very start of the reply (read only after a
 ANSWER_TAG_SPELLING = 'answer tag not spelled "Final Answer:"'
 ANSWER_WITHOUT_TAG = '"Action: Answer" without a "Final Answer:" line'
 UNKNOWN_ACTION = "unknown action word"
-PROSE = "no action line: prose"
 
 LABELS = (EMPTY, OPERATION_WITHOUT_SQL, SQL_WITHOUT_OPERATION, BOLD_ANSWER_TAG, ANSWER_TAG_FIRST, ANSWER_TAG_SPELLING,
           ANSWER_WITHOUT_TAG, UNKNOWN_ACTION, PROSE)  # fmt: skip
@@ -39,8 +37,8 @@ def invalid_format_reason(content: str, parsed: TextReply) -> FailureReason:
         return FailureReason(EMPTY)
     if parsed.wants_operation and parsed.sql is None:
         block = _ANY_BLOCK.search(content)
-        return FailureReason(OPERATION_WITHOUT_SQL, block.group(0) if block else _first_line(_SQL_WORDS, content))
-    answer_line = _first_line(_ANSWER_LIKE, content)
+        return FailureReason(OPERATION_WITHOUT_SQL, block.group(0) if block else line_of(_SQL_WORDS, content))
+    answer_line = line_of(_ANSWER_LIKE, content)
     if answer_line is not None:
         if "**" in answer_line or "__" in answer_line:
             return FailureReason(BOLD_ANSWER_TAG, answer_line)
@@ -48,13 +46,13 @@ def invalid_format_reason(content: str, parsed: TextReply) -> FailureReason:
             return FailureReason(ANSWER_TAG_FIRST, answer_line)
         return FailureReason(ANSWER_TAG_SPELLING, answer_line)
     if parsed.sql is not None or _sql_block(content) or (parsed.action is None and _SQL_WORDS.search(content)):
-        return FailureReason(SQL_WITHOUT_OPERATION, _first_line(_ACTION_LIKE, content) or _sql_block(content)
-                             or _first_line(_SQL_WORDS, content))  # fmt: skip
+        return FailureReason(SQL_WITHOUT_OPERATION, line_of(_ACTION_LIKE, content) or _sql_block(content)
+                             or line_of(_SQL_WORDS, content))  # fmt: skip
     if parsed.action == "Answer":
-        return FailureReason(ANSWER_WITHOUT_TAG, _first_line(re.compile(r"^.*answer.*$", re.IGNORECASE | re.MULTILINE), content))
+        return FailureReason(ANSWER_WITHOUT_TAG, line_of(re.compile(r"^.*answer.*$", re.IGNORECASE | re.MULTILINE), content))
     if parsed.action is not None and parsed.action != "Operation":
         return FailureReason(UNKNOWN_ACTION, f"Action: {parsed.action}")
-    return FailureReason(PROSE, _first_line(_ACTION_LIKE, content) or content.strip())
+    return FailureReason(PROSE, line_of(_ACTION_LIKE, content) or content.strip())
 
 
 def _sql_block(content: str) -> str | None:
@@ -63,12 +61,3 @@ def _sql_block(content: str) -> str | None:
         if block.group(1).lower() in ("sql", "mysql", "") and _SQL_WORDS.search(block.group(2)):
             return block.group(0)
     return None
-
-
-def _first_line(pattern: re.Pattern[str], content: str) -> str | None:
-    """The whole line holding ``pattern``'s first match."""
-    match = pattern.search(content)
-    if match is None:
-        return None
-    start, end = content.rfind("\n", 0, match.start()) + 1, content.find("\n", match.end())
-    return content[start : end if end >= 0 else len(content)].strip()

@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import re
 
-from ..reasons import FailureReason
+from ..reasons import EMPTY, PROSE, FailureReason
 
 # the labels (stable: runs compare by them); the two other parse errors keep their own words (protocol.py)
-EMPTY = "empty reply"
 BASH_WITHOUT_ACT = 'bash block without an "Act: bash" line'
 ACT_SPELLING = 'action line not written as "Act: <action>"'
-PROSE = "no action line: prose"
 
 LABELS = (EMPTY, BASH_WITHOUT_ACT, ACT_SPELLING, PROSE)
 

@@ -32,10 +32,8 @@ from .protocol import (
     parse_action,
     round_message,
 )
+from .reasons import no_action_reason
 from .site import Browser, Shop
-
-NO_ACTION = "no 'Action: search[...]' or 'Action: click[...]' in the reply"
-
 
 class WebShopSession(Session):
     def __init__(self, shop: Shop, task: Task, ctx: EpisodeContext, prompts: Prompts = OWN_PROMPTS,
@@ -67,9 +65,11 @@ class WebShopSession(Session):
         if self._tools_mode:
             return await self._step_tools(reply)
         action = parse_action(reply.content or "")
-        if action is None:
-            outcome = self._outcome(st.INVALID_FORMAT, 0.0, error=NO_ACTION)
-            return Step(valid=False, error=NO_ACTION, outcome=outcome)
+        if action is None:  # what the reply had instead (reasons.py)
+            reason = no_action_reason(reply.content or "")
+            outcome = self._outcome(st.INVALID_FORMAT, 0.0, error=reason.error)
+            reason.add_to(outcome.details)
+            return Step(valid=False, error=reason.error, outcome=outcome)
         return await self._act(action)
 
     async def on_turn_limit(self) -> Outcome:
