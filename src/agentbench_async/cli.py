@@ -520,6 +520,8 @@ async def _demo(out: Path, split: str, envs: list[str], limit: int | None, *, pr
             _err.print(f"demo: {'; '.join(changed)}: playing again (the earlier results stay in {out} as another "
                        "configuration)", markup=False, highlight=False, soft_wrap=True)  # fmt: skip
             cfg.new_run = True
+        for line in _missing_players(cfg.envs):  # the mock answers without a player: say so before it plays
+            _err.print(line, markup=False, highlight=False, soft_wrap=True)
         evaluation = Evaluation(cfg, console=_err, progress=progress, command="demo", skip_unavailable_envs=True)
         summary = await evaluation.run()
     finally:
@@ -529,7 +531,33 @@ async def _demo(out: Path, split: str, envs: list[str], limit: int | None, *, pr
     from .analytics import commands
 
     commands.summary(out, console=_console)  # the short summary and the commands that show more
-    return 130 if summary.interrupted else 0
+    if summary.interrupted:
+        return 130
+    failed = summary.infra_failed_models()
+    if failed:  # an environment's bug in every episode (env_error) is no demo that worked
+        _err.print(f"demo: every episode of {', '.join(failed)} failed for infrastructure reasons (env_error/model_error); "
+                   f"agentbench report {out} names the errors", markup=False, highlight=False, soft_wrap=True)  # fmt: skip
+        return 1
+    return 0
+
+
+def _missing_players(envs: list[str]) -> list[str]:
+    """One line per environment whose mock players the demo lacks (``oracle``, ``weak``): its episodes get the mock's
+    "no policy" reply, which fails them; where to define them."""
+    from .envs import env_class
+
+    lines = []
+    for env in envs:
+        try:
+            have = env_class(env).policies()
+        except Exception:  # noqa: BLE001 - an environment that cannot say: its run says why
+            continue
+        missing = [name for name in ("oracle", "weak") if name not in have]
+        if missing:
+            lines.append(f"demo: {env} has no mock player {' or '.join(missing)}: those episodes get a reply that fails them; define "
+                         f"{', '.join(f'{m}(task, messages)' for m in missing)} in its file, or Environment.policies() "
+                         "(docs/writing-an-environment.md)")  # fmt: skip
+    return lines
 
 
 def _demo_changes(out: Path, cfg: RunConfig) -> list[str]:

@@ -134,13 +134,28 @@ def _config(out: Path, base_url: str, envs: list[str], **settings: Any) -> dict[
 
 
 async def _start(cluster: _Cluster, *args: str) -> asyncio.subprocess.Process:
+    # a session of its own: a test that fails or times out ends the run and everything it started (_finish)
     return await asyncio.create_subprocess_exec(sys.executable, "-m", "agentbench_async.cli", *args, env=cluster.env,
-                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)  # fmt: skip
+                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+                                                start_new_session=True)  # fmt: skip
 
 
-async def _finish(proc: asyncio.subprocess.Process) -> tuple[int, str]:
-    _, err = await asyncio.wait_for(proc.communicate(), 300)
-    return proc.returncode or 0, " ".join(err.decode(errors="replace").split())  # as one line: rich wraps at 80 columns
+async def _finish(proc: asyncio.subprocess.Process, timeout: float = 300) -> tuple[int, str]:
+    try:
+        _, err = await asyncio.wait_for(proc.communicate(), timeout)
+    except BaseException:  # a timeout, a cancelled test: the run and what it started (a Ray instance) do not outlive it
+        _end_group(proc.pid)
+        await proc.wait()
+        raise
+    return proc.returncode or 0, " ".join(err.decode(errors="replace").split())  # as one line (older output wrapped at 80)
+
+
+def _end_group(pid: int) -> None:
+    """SIGKILL to the process group ``pid`` leads (a driver started with start_new_session), if it still exists."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
 
 
 async def _agentbench(cluster: _Cluster, *args: str) -> tuple[int, str]:
@@ -247,11 +262,11 @@ async def test_workers_on_this_machine(tmp_path: Path) -> None:
         (tmp_path / "run.yaml").write_text(yaml.safe_dump(raw))
         env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
         proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "agentbench_async.cli", "run", "--config", str(tmp_path / "run.yaml"),
-                                                    "--workers", "2", "--no-progress", env=env, stderr=asyncio.subprocess.PIPE)  # fmt: skip
-        _, err_bytes = await asyncio.wait_for(proc.communicate(), 300)
+                                                    "--workers", "2", "--no-progress", env=env, stderr=asyncio.subprocess.PIPE,
+                                                    start_new_session=True)  # fmt: skip
+        _, err = await _finish(proc)  # ends the run and its Ray instance if it fails or times out
     finally:
         await server.stop()
-    err = " ".join(err_bytes.decode(errors="replace").split())
     assert proc.returncode == 0, err
     assert "ray: 2 workers on 1 node;" in err
     assert query(tmp_path / "w.duckdb", "SELECT count(*), count(*) FILTER (WHERE success) FROM episodes") == [(10, 10)]

@@ -211,3 +211,23 @@ def test_the_environment_turns_the_stall_heuristic_off_and_the_report_follows_it
     assert dict(rows).get("stalled") is None and sum(n for _, n in rows) == 20, rows
     assert query(out, "SELECT metric FROM env_scores")[0] == ("success rate",)
     assert query(out, "SELECT count(*) FROM overall_score") == [(0,)]
+
+
+def test_demo_says_which_mock_players_a_file_lacks_and_fails_when_every_episode_is_an_env_error(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    bare = _file(tmp_path, "NAME = 'bare'\nTASKS = [{'prompt': 'hi'}]\ndef step(task, state, reply):\n    return None\n"
+                           "def score(task, state):\n    return 0.0\n", "bare.py")  # fmt: skip
+    assert main(["demo", "--env", str(bare), "--out", str(tmp_path / "bare.duckdb"), "--no-progress"]) == 0
+    assert "demo: bare has no mock player oracle or weak: those episodes get a reply that fails them" in capsys.readouterr().err
+    buggy = _file(tmp_path, "NAME = 'buggy'\nTASKS = [{'prompt': 'hi'}]\ndef step(task, state, reply):\n    return state['gone']\n"
+                            "def score(task, state):\n    return 0.0\ndef oracle(task, messages):\n    return 'hi'\nweak = oracle\n",
+                  "buggy.py")  # fmt: skip
+    out = tmp_path / "buggy.duckdb"
+    assert main(["demo", "--env", str(buggy), "--out", str(out), "--no-progress"]) == 1
+    assert "demo: every episode of mock-oracle, mock-weak failed for infrastructure reasons" in capsys.readouterr().err
+    assert query(out, "SELECT DISTINCT error FROM episodes") == [(f"KeyError: 'gone' (at {buggy}:4)",)]  # the line it came from
+
+
+def test_an_empty_env_list_is_refused_rather_than_taken_for_every_environment(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "--env", "", "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--out", str(tmp_path / "e.duckdb")]) == 2
+    assert capsys.readouterr().err == "error: flags: --env is empty; name environments (agentbench envs lists them), a FILE.py, or all\n"

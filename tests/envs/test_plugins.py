@@ -9,9 +9,11 @@ built-in environment.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import sysconfig
@@ -44,8 +46,17 @@ class _Venv:
 
     def cli(self, *args: str, cwd: Path | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_", "PYTHON"))}
-        return subprocess.run([str(self.python), "-m", "agentbench_async.cli", *args], capture_output=True, text=True, cwd=cwd,
-                              env=env, timeout=timeout)  # fmt: skip
+        # a session of its own: on a timeout the command and all it started (--workers: a Ray instance) are ended
+        proc = subprocess.Popen([str(self.python), "-m", "agentbench_async.cli", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, cwd=cwd, env=env, start_new_session=True)  # fmt: skip
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except BaseException:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            raise
+        return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
     def python_out(self, code: str) -> str:
         proc = subprocess.run([str(self.python), "-c", code], capture_output=True, text=True, timeout=120)
