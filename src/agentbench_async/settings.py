@@ -69,6 +69,9 @@ def deviations(config: dict[str, Any]) -> list[Deviation]:
         out.append(Deviation("history", str(config["history"]), "3,500-segment truncation (--history agentbench)"))
     if config.get("action_mode") == "tools":
         out.append(Deviation("action_mode", "tools", "text actions (tools mode is AgentBench FC's function calling)"))
+        if config.get("history", AGENTBENCH_HISTORY) == AGENTBENCH_HISTORY:  # (--history full is named above)
+            out.append(Deviation("tools_history", "the whole opening kept, then v0.2's 3,500-segment rule",
+                                 "FC's own history rule (in THUDM/AgentRL, not available)", "AgentBench FC's history is not reproduced"))
     envs = paper_envs
     own = [env for env in envs if not official_tasks(env, config) and own_task_file(env, config) is None]
     if "data_dir" in config and own:
