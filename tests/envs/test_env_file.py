@@ -231,3 +231,29 @@ def test_demo_says_which_mock_players_a_file_lacks_and_fails_when_every_episode_
 def test_an_empty_env_list_is_refused_rather_than_taken_for_every_environment(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", "--env", "", "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--out", str(tmp_path / "e.duckdb")]) == 2
     assert capsys.readouterr().err == "error: flags: --env is empty; name environments (agentbench envs lists them), a FILE.py, or all\n"
+
+
+def test_two_workers_load_the_file_the_run_stored(tmp_path: Path) -> None:
+    from support import require
+
+    require(subprocess.run([sys.executable, "-c", "import ray"], capture_output=True).returncode == 0, "Ray is not installed (pip install '.[ray]')")
+    import os
+    import signal
+
+    out = tmp_path / "w.duckdb"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
+    with mock_process("--env", str(GUESS)) as base_url:
+        proc = subprocess.Popen([sys.executable, "-m", "agentbench_async.cli", "run", "--env", str(GUESS), "--model", "mock-oracle",
+                                 "--base-url", base_url, "--task-header", "--out", str(out), "--workers", "2", "--no-progress"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)  # fmt: skip
+        try:
+            _, err = proc.communicate(timeout=300)
+        finally:  # the driver and its Ray instance never outlive the test
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.wait()
+    assert proc.returncode == 0, err
+    assert "ray: 2 workers on 1 node" in err
+    assert query(out, "SELECT count(*), count(*) FILTER (WHERE success) FROM episodes") == [(20, 20)]
