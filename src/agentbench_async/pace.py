@@ -17,6 +17,7 @@ from .wording import duration
 # a model's requests that waited at least this share of the time its answers took were paced by the engine
 LIMITER_SHARE = 0.1
 MIN_WAIT_S = 1.0  # and at least this long in all (a few requests at a burst's start are not a pace)
+ENV_SHARE = 0.5  # episodes whose model calls took less than this share of their time were paced by the environment
 SERVER_QUEUE_SHARE = 0.5  # a model's requests that waited in the server's own queue this share of their time: the server's pace
 
 
@@ -39,6 +40,22 @@ class PaceTally:
     # model -> (its connection limit: max_connections or what refusals cut it to at the least, refused connections): the
     # limit its limiter also held requests to (limits.py), and the server's backpressure
     connections: dict[str, tuple[int, int]] = field(default_factory=dict)
+    # env -> (its episodes' wall seconds, of which their model calls' seconds): where most of an episode's time is the
+    # environment's own (a sandbox's apt, a database), the pace is not the server's, and the lines say so
+    env_s: dict[str, tuple[float, float]] = field(default_factory=dict)
+
+    def add_episode(self, env: str, wall_s: float, calls: Iterable[CallRow]) -> None:
+        """An episode of ``env`` that ran ``wall_s`` seconds with these calls (their HTTP time is the model's share)."""
+        wall, model = self.env_s.get(env, (0.0, 0.0))
+        self.env_s[env] = (wall + wall_s, model + sum(c.latency_ms for c in calls) / 1000)
+
+    def _env_bound(self, env: str) -> str:
+        """``; ENV's episodes spent X of their Y in the environment's own steps ...`` when that is most of their time."""
+        wall, model = self.env_s.get(env, (0.0, 0.0))
+        if wall < MIN_WAIT_S or model >= ENV_SHARE * wall:
+            return ""
+        return (f"; {env}'s episodes spent {duration(wall - model)} of their {duration(wall)} in the environment's own steps, not "
+                "waiting for the model: more at once needs room on this machine for the environment, not a faster server")  # fmt: skip
 
     def connected(self, model: str, fewest: int | None, refusals: int) -> None:
         """``model``'s connections at the end: the fewest its limit was cut to (None: never cut) and the connections the
@@ -106,16 +123,17 @@ class PaceTally:
         held = {key: seconds for key, seconds in self.held_s.items() if key[0] not in paced and key[0] not in queued}
         if held and (longest := max(held.values())) >= MIN_WAIT_S:
             (model, env) = max(held, key=held.__getitem__)
+            bound = self._env_bound(env)
             out.append(f"max_concurrency {max_concurrency:,} held episodes back: {model}'s {env} episodes waited "
                        f"{duration(longest)} in all for a place, the longest of any model and environment; the engine's limit, "
-                       "not the server's speed, set the pace; where the server and this machine take more, raise it "
+                       f"not the server's speed, set the pace{bound}; where the server and this machine take more, raise it "
                        "(--max-concurrency)")  # fmt: skip
         for env in sorted(self.capacities):
             longest = max(seconds for (_, e), seconds in self.env_held_s.items() if e == env)
             if longest >= MIN_WAIT_S:
                 out.append(f"{env}'s capacity ({self.capacities[env]:,} episodes at once in this process) held its episodes "
                            f"back: a model's {env} episodes waited up to {duration(longest)} in all for a place; the "
-                           "environment, not the server's speed, set its pace")  # fmt: skip
+                           f"environment, not the server's speed, set its pace{self._env_bound(env)}")  # fmt: skip
         return out
 
 

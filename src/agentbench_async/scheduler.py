@@ -590,6 +590,7 @@ class Evaluation:
         if record.status == "model_error":
             summary.model_errors.setdefault(record.model, Counter())[(record.error or "no message")[:240]] += 1
         summary.pace.add_calls(record.calls)
+        summary.pace.add_episode(record.env, record.finished_at - record.started_at, record.calls)
         for call in record.calls:
             if call.retry_after_s is not None and call.model in self._retry_after_caps:
                 cap = self._retry_after_caps[call.model]

@@ -109,3 +109,22 @@ def test_a_second_ctrl_c_during_the_final_checkpoint_is_an_interrupt_not_a_trace
     store.con = Interrupted()  # type: ignore[assignment]
     with pytest.raises(KeyboardInterrupt):
         store.close()  # the command line turns it into "interrupted: ..." and exit 130
+
+
+def test_the_pace_line_says_when_the_environment_not_the_model_took_the_time() -> None:
+    from agentbench_async.models import ModelConfig
+    from agentbench_async.pace import PaceTally
+    from agentbench_async.records import CallRow
+
+    def call(ms: float) -> CallRow:
+        return CallRow(turn=1, attempt=1, http_status=200, latency_ms=ms, caller="agent", model="m")
+
+    slow_sandbox, slow_model = PaceTally(), PaceTally()
+    for tally, env, model_ms in ((slow_sandbox, "os", 10_000.0), (slow_model, "db", 90_000.0)):
+        tally.admitted("m", env, 30.0)
+        tally.add_calls([call(model_ms)])
+        tally.add_episode(env, 100.0, [call(model_ms)])  # 100 s of episodes: 10 s (os) or 90 s (db) of it the model's
+    [line] = slow_sandbox.lines([ModelConfig(name="m")], None, 4)
+    assert "os's episodes spent 1m30s of their 1m40s in the environment's own steps, not waiting for the model" in line
+    [line] = slow_model.lines([ModelConfig(name="m")], None, 4)
+    assert "environment's own steps" not in line and line.startswith("max_concurrency 4 held episodes back")
