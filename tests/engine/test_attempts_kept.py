@@ -4,12 +4,15 @@ episodes needed more than one attempt and why."""
 
 from __future__ import annotations
 
+import duckdb
 from engine_support import echo_config, query, run, start_mock
 
 from agentbench_async.analytics import notes
 from agentbench_async.analytics.loading import load
 from agentbench_async.analytics.report import build_report
 from agentbench_async.config import build_config
+from agentbench_async.store import db as store_db
+from agentbench_async.store import live
 
 
 async def test_resume_after_an_outage_keeps_every_failed_attempt_and_the_report_says_so(tmp_path):
@@ -100,3 +103,31 @@ async def test_operations_are_per_configuration(tmp_path):
     requests = query(out, "SELECT count(*) FROM model_calls AS c JOIN runs AS r USING (run_id) WHERE c.attempt = 1 GROUP BY r.fingerprint")
     assert usage.height == 2 and usage["requests"].to_list() == [n for (n,) in requests] == [3, 3]  # one row each, never pooled
     assert sorted(usage["config"].to_list()) == ["max_tokens: 128", "max_tokens: 256"]
+
+
+async def test_a_live_reader_sees_the_final_attempt_of_an_episode_retried_within_the_run(tmp_path, monkeypatch):
+    # what the writer publishes for readers in other processes equals the file: the earlier attempt of an episode retried
+    # within the run (stored, then moved by the retry's transaction) is hidden, whether its part was merged or not
+    monkeypatch.setattr(live, "_FANOUT", 2)
+    monkeypatch.setattr(live, "_GRACE_S", 0.0)
+    monkeypatch.setattr(store_db, "remove_live_dir", lambda path: None)  # keep the last snapshot to compare
+    server = await start_mock(fault_script=["503"] * 12, retry_after_s=0.01, latency_ms=50)
+    out = tmp_path / "r.duckdb"
+    try:
+        cfg = echo_config(out, server.base_url, models=[{"name": "mock-oracle", "max_retries": 0, "max_same_failures": 0}], limit=16,
+                          max_concurrency=4, infra_retries=3, infra_retry_backoff_s=0.3)  # fmt: skip
+        summary = await run(cfg)
+    finally:
+        await server.stop()
+    assert summary.statuses == {"completed": 16} and sum(summary.retried.values()) >= 4
+    manifest = live.read_manifest(out)
+    assert manifest is not None
+    con = duckdb.connect()
+    try:
+        live.create_live_views(con, "snap", out, manifest)
+        for table, key in (("episodes", "episode_id, status, attempts"), ("turns", "episode_id, seq, content"),
+                           ("model_calls", "episode_id, turn, attempt, http_status")):  # fmt: skip
+            published = sorted(con.execute(f"SELECT {key} FROM snap.{table}").fetchall())
+            assert published == sorted(query(out, f"SELECT {key} FROM {table}")), table
+    finally:
+        con.close()

@@ -269,9 +269,12 @@ class LivePublisher:
             if level >= _MAX_LEVEL or len(tail) < _FANOUT:
                 return
             merged: dict[str, pa.Table] = {}
+            read = {(i, t): p.rows[t] if p.rows is not None else pq.read_table(self.root / p.name / f"{t}.parquet")
+                    for i, p in enumerate(tail) for t in p.tables}  # fmt: skip
+            later = _replaced_later([read.get((i, "deletions")) for i in range(len(tail))])
             for table in (*LIVE_TABLES, "deletions"):
-                pieces = [p.rows[table] if p.rows is not None else pq.read_table(self.root / p.name / f"{table}.parquet")
-                          for p in tail if table in p.tables]  # fmt: skip
+                pieces = [_without(read[(i, table)], later[i]) if table in _ATTEMPT_ROWS else read[(i, table)]
+                          for i in range(len(tail)) if (i, table) in read]  # fmt: skip
                 if pieces:
                     merged[table] = pa.concat_tables(pieces)
             if "live_turns" in merged and "deletions" in merged:
@@ -305,10 +308,36 @@ class LivePublisher:
         os.replace(tmp, self.root / MANIFEST)
 
 
+# the rows an episode's attempt consists of: an earlier attempt is replaced by a later one's ("replace" deletions)
+_ATTEMPT_ROWS = ("episodes", "turns", "model_calls")
+
+
+def _replaced_later(deletions: list[pa.Table | None]) -> list[set[str]]:
+    """For each of a run of parts (their deletions, in order), the episodes a later part of the run replaced: a retry within
+    the run. Merged into one part, the views could no longer tell those rows came before the deletion: they are dropped."""
+    out: list[set[str]] = [set() for _ in deletions]
+    seen: set[str] = set()
+    for i in range(len(deletions) - 1, -1, -1):
+        out[i] = set(seen)
+        dels = deletions[i]
+        if dels is not None and dels.num_rows:
+            seen |= set(pc.filter(dels["episode_id"], pc.equal(dels["kind"], "replace")).to_pylist())
+    return out
+
+
+def _without(rows: pa.Table, episodes: set[str]) -> pa.Table:
+    return rows.filter(pc.invert(pc.is_in(rows["episode_id"], value_set=pa.array(sorted(episodes), pa.string())))) if episodes else rows
+
+
 def remove_live_dir(path: Path) -> None:
     """Remove what a writer of ``path`` published (called once the file itself is closed and readable)."""
     shutil.rmtree(live_dir(path), ignore_errors=True)
     shutil.rmtree(live_dir(path).with_name(live_dir(path).name + ".tmp"), ignore_errors=True)
+
+
+def _literal(text: str) -> str:
+    """``text`` as an SQL string literal."""
+    return "'" + text.replace("'", "''") + "'"
 
 
 def _quote(path: Path) -> str:
@@ -321,20 +350,27 @@ def create_live_views(con: duckdb.DuckDBPyConnection, schema: str, path: Path, m
     files = manifest_files(path, manifest)
 
     def scan(paths: list[str]) -> str:
-        return "read_parquet([" + ", ".join("'" + p.replace("'", "''") + "'" for p in paths) + "], union_by_name = true)"
+        return "read_parquet([" + ", ".join(map(_literal, paths)) + "], union_by_name = true)"
 
     con.execute(f"CREATE SCHEMA {schema}")
     con.execute(f"CREATE VIEW {schema}.runs AS SELECT * FROM {scan(files['runs'])}")
-    deletions = scan(files["deletions"]) if files["deletions"] else "(SELECT NULL::VARCHAR AS kind, NULL::VARCHAR AS episode_id, NULL::VARCHAR AS fingerprint WHERE false)"
-    # (kind, episode_id, run_id): the rows a deletion hides (deletions name the config, rows their run)
-    con.execute(f"CREATE VIEW {schema}._gone AS SELECT d.kind, d.episode_id, r.run_id FROM {deletions} AS d "
-                f"JOIN {schema}.runs AS r ON r.fingerprint = d.fingerprint")  # fmt: skip
-    for table in ("episodes", "turns", "model_calls"):
-        base, parts = files[table][0], files[table][1:]
-        query = (f"SELECT * FROM {scan([base])} AS b WHERE NOT EXISTS (SELECT 1 FROM {schema}._gone AS g "
-                 f"WHERE g.kind = 'replace' AND g.episode_id = b.episode_id AND g.run_id = b.run_id)")  # fmt: skip
-        if parts:
-            query += f" UNION ALL BY NAME SELECT * FROM {scan(parts)}"
+    # a "replace" deletion hides the rows of that episode published before it: the base's (an earlier run's attempt) and
+    # those of earlier parts of this run (a retry within the run; merged parts dropped theirs already). ord: 0 for the
+    # base, then each part's place in the manifest
+    order = {"base": 0, **{part["name"]: i + 1 for i, part in enumerate(manifest["parts"])}}
+    places = "(VALUES " + ", ".join(f"({_literal(name)}, {i})" for name, i in order.items()) + ") AS o(part, ord)"
+    part_of = "regexp_extract(replace({}.filename, '\\', '/'), '([^/]+)/[^/]+$', 1)"
+    deletions = (f"read_parquet([{', '.join(map(_literal, files['deletions']))}], union_by_name = true, filename = true)" if files["deletions"]
+                 else "(SELECT NULL::VARCHAR AS kind, NULL::VARCHAR AS episode_id, NULL::VARCHAR AS fingerprint, NULL::VARCHAR AS filename "
+                      "WHERE false)")  # fmt: skip
+    # (kind, episode_id, run_id, ord): the rows a deletion hides (deletions name the config, rows their run)
+    con.execute(f"CREATE VIEW {schema}._gone AS SELECT d.kind, d.episode_id, r.run_id, o.ord FROM {deletions} AS d "
+                f"JOIN {schema}.runs AS r ON r.fingerprint = d.fingerprint JOIN {places} ON o.part = {part_of.format('d')}")  # fmt: skip
+    for table in _ATTEMPT_ROWS:
+        query = (f"SELECT r.* EXCLUDE (filename) FROM read_parquet([{', '.join(map(_literal, files[table]))}], union_by_name = true, "
+                 f"filename = true) AS r JOIN {places} ON o.part = {part_of.format('r')} WHERE NOT EXISTS (SELECT 1 FROM "
+                 f"{schema}._gone AS g WHERE g.kind = 'replace' AND g.episode_id = r.episode_id AND g.run_id = r.run_id "
+                 "AND g.ord > o.ord)")  # fmt: skip
         con.execute(f"CREATE VIEW {schema}.{table} AS {query}")
     run = "'" + str(manifest["run_id"]).replace("'", "''") + "'"
     con.execute(

@@ -313,7 +313,7 @@ class EpisodeWriter:
                 # A re-run of an infrastructure failure replaces the earlier attempt (one row per episode), which is kept
                 # in the attempt tables
                 con.register("_ids", pa.table({"episode_id": replaced}))
-                self._keep_attempts(con, same_config)
+                tables = tables._replace(episodes=self._keep_attempts(con, same_config, tables.episodes))
                 for table in ("episodes", "turns", "model_calls"):
                     con.execute(
                         f"DELETE FROM {table} WHERE episode_id IN (SELECT episode_id FROM _ids) AND {same_config}",
@@ -334,10 +334,6 @@ class EpisodeWriter:
                 con.execute(f"INSERT INTO episodes ({', '.join(_EPISODE_COLUMNS)}) SELECT * FROM _ep")
                 con.execute(f"INSERT INTO turns (run_id, episode_id, {', '.join(_TURN_FIELDS)}) SELECT * FROM _turns")
                 con.execute(f"INSERT INTO model_calls (run_id, episode_id, {', '.join(_CALL_FIELDS)}) SELECT * FROM _calls")
-                if replaced:  # the new attempt's number: one after the earlier one's
-                    con.execute("UPDATE episodes SET attempts = p.attempt + 1 FROM (SELECT episode_id, max(episode_attempt) AS attempt "
-                                "FROM _earlier GROUP BY episode_id) AS p WHERE episodes.run_id = $run AND episodes.episode_id = p.episode_id",
-                                {"run": self.run_id})  # fmt: skip
             if live_table.num_rows:
                 con.register("_live", live_table)
                 con.execute(f"INSERT INTO live_turns ({', '.join(live_table.column_names)}) SELECT * FROM _live")
@@ -359,14 +355,20 @@ class EpisodeWriter:
         published = {"episodes": tables.episodes, "turns": tables.turns, "model_calls": tables.calls, "live_turns": live_table}
         self._live_call(lambda p: p.publish(published, deletions, progress))
 
-    def _keep_attempts(self, con: duckdb.DuckDBPyConnection, same_config: str) -> None:
+    def _keep_attempts(self, con: duckdb.DuckDBPyConnection, same_config: str, episodes: pa.Table) -> pa.Table:
         """Inside ``_commit``'s transaction: copy the stored attempt of each episode in ``_ids`` (its episodes, turns and
-        model_calls rows) to the attempt tables, numbered (``_earlier``: episode_id, run_id, episode_attempt)."""
+        model_calls rows) to the attempt tables, numbered (``_earlier``: episode_id, run_id, episode_attempt); returns
+        ``episodes`` (the new rows) with each new attempt's number, one after the earlier one's."""
         con.execute(f"CREATE OR REPLACE TEMP TABLE _earlier AS SELECT episode_id, run_id, coalesce(attempts, 1) AS episode_attempt "
                     f"FROM episodes WHERE episode_id IN (SELECT episode_id FROM _ids) AND {same_config}", {"fp": self.fingerprint})  # fmt: skip
         for table, source in ATTEMPT_TABLES.items():
             con.execute(f"INSERT INTO {table} BY NAME SELECT s.*, p.episode_attempt, now() AS superseded_at, $run AS superseded_by "
                         f"FROM {source} AS s JOIN _earlier AS p USING (episode_id, run_id)", {"run": self.run_id})  # fmt: skip
+        earlier = dict(con.execute("SELECT episode_id, max(episode_attempt) FROM _earlier GROUP BY episode_id").fetchall())
+        if not earlier:
+            return episodes
+        numbers = [earlier.get(e, 0) + 1 for e in episodes.column("episode_id").to_pylist()]
+        return episodes.set_column(episodes.schema.get_field_index("attempts"), "attempts", pa.array(numbers, episodes.schema.field("attempts").type))
 
     def _check_file(self) -> None:
         """The file is still where the run opened it: removed (or replaced) under a running writer, everything
