@@ -156,6 +156,14 @@ async def test_thinking_cut_from_the_content_is_named_with_the_replies_it_touche
             shown = episode_differences(res, res.runs["run_id"][0], "echo")
         assert ("reasoning_handling" in label) is named and ("reasoning_handling" in shown) is named
         assert [r["value"] for r in exported if r["setting"] == "reasoning_handling"] == ([line.split(": ", 1)[1].split(" — ")[0]] if named else [])
+        # the view's static export: the overview's settings list and every episode's page
+        from agentbench_async.view.export import export
+
+        site = tmp_path / f"site-{handling}"
+        export([outs[handling]], site)
+        pages = [site / "index.html", *site.glob("episodes/*/*.html")]
+        assert len(pages) > 3 and all(("reasoning_handling" in p.read_text(encoding="utf-8")) is named for p in pages)
+        assert (f"thinking removed from {replies} of {replies} replies" in (site / "index.html").read_text(encoding="utf-8")) is named
 
 
 async def test_anthropic_thinking_blocks_go_back_unchanged_with_tool_use(tmp_path):
