@@ -15,10 +15,10 @@ from agentbench_async.analytics import load
 from agentbench_async.analytics.report import build_report
 from agentbench_async.analytics.terminal import render
 from agentbench_async.config import build_config
+from agentbench_async.environment import stable_choice
 from agentbench_async.envs.base import EpisodeContext, Task
 from agentbench_async.envs.db import reasons
 from agentbench_async.envs.db.session import DBSession
-from agentbench_async.mock.policy import stable_choice
 from agentbench_async.mock.server import MockModelServer, MockOptions
 from agentbench_async.scheduler import Evaluation
 from agentbench_async.types import ModelReply

@@ -8,8 +8,9 @@ from typing import Any
 
 import polars as pl
 
+from ..deviation import Deviation
 from ..envs import ENV_NAMES
-from ..settings import Deviation, recorded_deviations
+from ..settings import recorded_deviations
 from .loading import Results
 
 # models: the models a row concerns ("," between them), empty: every model of the run

@@ -26,6 +26,7 @@ from .checks import check_module_classes
 from .files import load_env_file, loaded
 from .names import _REGISTRY, ENV_NAMES, PLUGIN_GROUP, Plugin, plugins
 
+
 def plugin_envs() -> list[str]:
     """The names of the plugin environments that may run (not refused), sorted; each is loaded only when used."""
     return [name for name, plugin in plugins().items() if plugin.refused is None]
