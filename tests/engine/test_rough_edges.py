@@ -128,3 +128,20 @@ def test_the_pace_line_says_when_the_environment_not_the_model_took_the_time() -
     assert "os's episodes spent 1m30s of their 1m40s in the environment's own steps, not waiting for the model" in line
     [line] = slow_model.lines([ModelConfig(name="m")], None, 4)
     assert "environment's own steps" not in line and line.startswith("max_concurrency 4 held episodes back")
+
+
+@pytest.mark.parametrize("where", ["file", "proc"])
+def test_run_out_and_report_html_where_nothing_can_be_written_are_one_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], where: str) -> None:  # fmt: skip
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    base = blocker if where == "file" else Path("/proc/agentbench-nowhere")  # a file as the folder; a folder /proc refuses
+    code = main(["run", "--env", str(GUESS), "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--out", str(base / "x.duckdb")])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and err.startswith("error: ") and "give a path you can write" in err, err
+    out = tmp_path / "demo.duckdb"
+    assert main(["demo", "--env", str(GUESS), "--out", str(out), "--limit", "1", "--no-progress"]) == 0
+    capsys.readouterr()
+    assert main(["report", str(out), "--html", str(base / "r.html")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: ") and "give a path you can write" in err, err

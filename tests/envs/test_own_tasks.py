@@ -84,6 +84,9 @@ async def test_own_kg_ltp_and_db_files_are_played_recorded_with_their_sha256_and
         report = subprocess.run([sys.executable, "-m", "agentbench_async.cli", "report", str(out)], capture_output=True, text=True)
         assert report.returncode == 0, report.stderr
         assert "your own tasks, not the paper's" in " ".join(report.stdout.split())
+        # not AgentBench's tasks: no overall AgentBench score, no paper-convention table (issue 43)
+        assert "Overall AgentBench score" not in report.stdout and "AgentBench paper convention" not in report.stdout
+        assert query(out, "SELECT count(*) FROM overall_score") == [(0,)]
         # the same file resumes; a changed one is another run's tasks
         assert (await run(_config(tmp_path, base_url, tasks))).skipped == 14
         kg.write_text(kg.read_text().replace("frostvik", "Frostvik"))

@@ -79,8 +79,13 @@ def class_shares(counts: pl.DataFrame) -> pl.DataFrame:
 
 
 def paper_table(res: Results) -> pl.DataFrame:
-    """AgentBench's outcome table (paper convention): shares of the five columns per model x env x configuration."""
-    return res.paper_failure_table.filter(pl.col("env").is_in(ENV_NAMES)).sort(KEYS)
+    """AgentBench's outcome table (paper convention): shares of the five columns per model x env x configuration, for
+    AgentBench's own environments on its tasks (the paper has no column for a plugin's, nor for a task file of your own)."""
+    table = res.paper_failure_table.filter(pl.col("env").is_in(ENV_NAMES))
+    own = res.sql("SELECT DISTINCT model, env, config_id FROM episode_outcomes WHERE source = 'custom'")  # --tasks ENV=PATH
+    if not own.is_empty() and not table.is_empty():
+        table = table.join(own, on=KEYS, how="anti")
+    return table.sort(KEYS)
 
 
 def top_reasons(res: Results, per_class: int = 3) -> pl.DataFrame:

@@ -138,11 +138,12 @@ def build_report(res: Results, prices: Prices | None = None, denominator: str = 
     table = configs.config_table(res)
     settings = run_settings.score_settings(res, deviations)
     builtin = scores.builtin_envs(res)
+    own = scores.own_task_envs(res)  # --tasks ENV=PATH: in no OA
 
     def scored(env_scores: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
         labelled = env_scores.join(settings, on=["model", "env", "config_id"], how="left", maintain_order="left")
         return (configs.with_labels(labelled, table),
-                configs.with_labels(scores.overall(env_scores, builtin), configs.overall_labels(table), keys=("model",)))
+                configs.with_labels(scores.overall(env_scores, builtin, own), configs.overall_labels(table), keys=("model",)))
 
     all_scores, all_overall = scored(scores.env_scores(res, denominator))
     on = compared_on(res)

@@ -64,17 +64,28 @@ def builtin_envs(res: Results) -> dict[tuple[str, str], set[str]]:
     return out
 
 
-def overall(scores: pl.DataFrame, builtin: dict[tuple[str, str], set[str]] | None = None) -> pl.DataFrame:
+def own_task_envs(res: Results) -> dict[tuple[str, str], set[str]]:
+    """(model, config_id) -> the environments that played a task file of the user's own (``--tasks ENV=PATH``, source
+    ``custom``): not AgentBench's tasks, so in no OA (as the ``overall_score`` view)."""
+    out: dict[tuple[str, str], set[str]] = {}
+    for model, config_id, env in res.sql("SELECT DISTINCT model, config_id, env FROM episode_outcomes WHERE source = 'custom'").rows():
+        out.setdefault((model, config_id), set()).add(env)
+    return out
+
+
+def overall(scores: pl.DataFrame, builtin: dict[tuple[str, str], set[str]] | None = None,
+            own: dict[tuple[str, str], set[str]] | None = None) -> pl.DataFrame:
     """OA per model and configuration from an ``env_scores`` frame (scores 0..1): complete (all eight environments)
     or partial. ``builtin`` (``builtin_envs``): environments that played built-in suites; ``builtin_suites`` and the
     label name them (such an OA is not the paper's, even with all eight run), as the ``overall_score`` view does.
 
-    Environments outside AgentBench's eight (e.g. the ``echo`` self-test) are not in OA.
+    Environments outside AgentBench's eight (e.g. the ``echo`` self-test) are not in OA, nor those that played a task
+    file of the user's own (``own``: ``own_task_envs``).
     """
     rows = []
     for model, config_id in sorted(set(zip(scores["model"].to_list(), scores["config_id"].to_list()))):
         sub = scores.filter((pl.col("model") == model) & (pl.col("config_id") == config_id) & (pl.col("n") > 0)
-                            & pl.col("env").is_in(list(WEIGHT_INV)))
+                            & pl.col("env").is_in(list(WEIGHT_INV)) & ~pl.col("env").is_in(list((own or {}).get((model, config_id), ()))))
         per_env = {r["env"]: 100 * r["score"] for r in sub.iter_rows(named=True)}
         if not per_env:
             continue

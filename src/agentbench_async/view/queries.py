@@ -123,7 +123,7 @@ def overview(res: Results, source: Source) -> Overview:
     builtin = scores.builtin_envs(res)
 
     def labelled(env_scores: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
-        overall = configs.with_labels(scores.overall(env_scores, builtin), configs.overall_labels(found), keys=("model",))
+        overall = configs.with_labels(scores.overall(env_scores, builtin, scores.own_task_envs(res)), configs.overall_labels(found), keys=("model",))
         return configs.with_labels(env_scores, found), overall
 
     shown_scores, overall = labelled(env_scores)
