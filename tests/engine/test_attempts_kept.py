@@ -100,9 +100,12 @@ async def test_operations_are_per_configuration(tmp_path):
         await server.stop()
     with load(out) as res:
         usage = build_report(res).usage
+        configurations = res.configurations  # what each configuration was, joined on config_id
     requests = query(out, "SELECT count(*) FROM model_calls AS c JOIN runs AS r USING (run_id) WHERE c.attempt = 1 GROUP BY r.fingerprint")
     assert usage.height == 2 and usage["requests"].to_list() == [n for (n,) in requests] == [3, 3]  # one row each, never pooled
     assert sorted(usage["config"].to_list()) == ["max_tokens: 128", "max_tokens: 256"]
+    assert sorted(configurations["config_id"].to_list()) == sorted(usage["config_id"].to_list())
+    assert [len(runs) for runs in configurations["runs"].to_list()] == [1, 1] and configurations["models"].to_list() == [["mock-oracle"]] * 2
 
 
 async def test_a_live_reader_sees_the_final_attempt_of_an_episode_retried_within_the_run(tmp_path, monkeypatch):
