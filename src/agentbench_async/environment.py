@@ -3,7 +3,9 @@
 Import from here, never from the engine's private modules (``agentbench_async.envs.base`` and the like may move);
 the built-in environments do the same, besides what is theirs alone: their packaged data (``resources``),
 AgentBench's prompt files (``envs.upstream_prompts``) and mind2web's use of AgentBench's history budget. ``docs/writing-an-environment.md`` walks through a whole plugin, and
-``agentbench new-env NAME --out DIR`` writes one that runs at once.
+``agentbench new-env NAME --out DIR`` writes one that runs at once. A small environment needs no package: one Python
+file, run with ``--env ./my_env.py``, holding a subclass of ``Environment`` or the functional form (tasks, a step
+function and a scorer: ``agentbench_async.envs.files``, ``docs/examples/guess_number.py``).
 
 The contract in short (``Environment``'s and ``Session``'s docstrings say each part in full):
 
