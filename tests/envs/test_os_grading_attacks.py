@@ -166,7 +166,7 @@ async def test_rigged_tools_and_background_processes_do_not_change_a_verdict(san
         assert "31337" in await ep.sh("python3 -c 'print(1)'")
         ok, details = await grade(sandbox, {"check": [check]}, "31337", 10)
         assert not ok, details
-        assert model_frozen(sandbox), details  # the racer and the freezer are there, frozen
+        assert await _still_there(sandbox, "[k]ill -STOP"), details  # the racer and the freezer: frozen, not killed
         if not whole:
             assert "reason" not in details, details  # the check ran and said no
             ok, details = await grade(sandbox, {"check": [check]}, "42", 10)
@@ -251,7 +251,7 @@ async def test_a_process_patching_checks_in_memory_is_frozen_before_they_run(san
         await ep.sh(f"cat > /tmp/patch.py <<'PY'\n{_MEM_PATCHER}PY\nsetsid python3 /tmp/patch.py </dev/null >/dev/null 2>&1 & disown; echo started")
         sandbox = ep.session._sandbox
         ok, details = await grade(sandbox, {"check": [_BASH_NSS_CHECK]}, "31337", 10)
-        assert not ok and model_frozen(sandbox), details
+        assert not ok and await _still_there(sandbox, "[p]atch.py"), details
         assert (await grade(sandbox, {"check": [_BASH_NSS_CHECK]}, "42", 10))[0]
 
 
@@ -289,6 +289,12 @@ async def test_the_episodes_processes_are_frozen_not_killed_and_counted_by_check
     finally:
         await session.close()
         await env.close()
+
+
+async def _still_there(sandbox: Any, pattern: str) -> bool:
+    """Whether a process whose command line matches ``pattern`` runs in the episode (after its checks: thawed)."""
+    code, out = await run_script(sandbox, {"language": "bash", "code": f"pgrep -c -f '{pattern}'"}, [], 10)
+    return code == 0 and int(out.split()[0]) >= 1
 
 
 def model_frozen(sandbox: Any) -> bool:

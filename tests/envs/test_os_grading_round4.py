@@ -296,3 +296,23 @@ async def test_without_a_freezer_the_episodes_processes_are_killed_before_checks
             assert (await grade(ep.session._sandbox, check, "42", 10))[0]
     finally:
         await env.close()
+
+
+async def test_a_sandbox_closed_while_frozen_leaves_no_process_and_no_cgroup(sandboxed: None) -> None:
+    """An episode cancelled during its checks (its cgroup frozen): closing kills it by the group (a frozen v1 process
+    dies only once thawed, and pid 1 cannot end before the rest) and removes its cgroups."""
+    env = OSEnvironment(options={})
+    try:
+        async with _Episode(env) as ep:
+            await ep.sh("sleep 1000 & disown")
+            sandbox = ep.session._sandbox
+            assert await sandbox.stop_model() is None and model_frozen(sandbox)
+            keeper, dirs = sandbox.keeper_pid, [*sandbox._cgroups.dirs, *sandbox._cgroups.checks.dirs]
+            await sandbox.close()
+            for _ in range(100):  # ended; reaped by the warden zygote a moment later
+                if not Path(f"/proc/{keeper}").exists():
+                    break
+                await asyncio.sleep(0.05)
+            assert not Path(f"/proc/{keeper}").exists() and [d for d in dirs if d.exists()] == []
+    finally:
+        await env.close()

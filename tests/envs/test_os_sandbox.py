@@ -362,12 +362,12 @@ async def test_the_calc_check_passes_a_right_calc_and_fails_every_wrong_one(sand
     }
     env = OSEnvironment(options={})
     async with _Episode(env) as ep:
-        sandbox, keep = ep.session._sandbox, ep.session._shell.pids()
-        # every variant written before the first grading (a grading leaves the agent's shell stopped, as the episode ends)
+        sandbox = ep.session._sandbox
+        # every variant written before the first grading
         for i, (line, _) in enumerate(variants.values()):
             await ep.sh(right.replace("/usr/local/bin/calc", f"/root/calc-{i}").replace(printed, line))
-        assert not (await grade(sandbox, check, None, 60, keep=keep))[0]  # no calc at all
+        assert not (await grade(sandbox, check, None, 60))[0]  # no calc at all
         for i, (why, (_, passes)) in enumerate(variants.items()):
             code, _ = await run_script(sandbox, {"language": "bash", "code": f"cp /root/calc-{i} /usr/local/bin/calc"}, [], 10)
             assert code == 0
-            assert (await grade(sandbox, check, None, 60, keep=keep))[0] is passes, why
+            assert (await grade(sandbox, check, None, 60))[0] is passes, why

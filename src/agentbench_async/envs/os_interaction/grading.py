@@ -95,7 +95,8 @@ def _write_all(fd: int, data: bytes) -> None:
 async def run_script(
     sandbox: Sandbox, script: dict[str, str], params: list[str], timeout: float, *, check: bool = False
 ) -> tuple[int, str]:
-    """Run one script as its own process in the sandbox (``check``: with the pristine image's tools). Returns
+    """Run one script as its own process in the sandbox (``check``: with the pristine image's tools, in the checks'
+    cgroup, and whatever it leaves running is killed once it ends). Returns
     (exit code, combined stdout+stderr); -1 when it did not finish within ``timeout`` (then its whole process
     group is killed).
 
@@ -156,6 +157,8 @@ async def run_script(
         os.close(out_r)
         with contextlib.suppress(Exception):
             await asyncio.wait_for(writer, timeout=5)
+        if check and sandbox.running():  # what the check left running goes before anything else starts
+            await sandbox.clear_checks(proc.pid)
     return code, bytes(output).decode("utf-8", errors="replace")
 
 
@@ -179,10 +182,7 @@ async def run_example(sandbox: Sandbox, data: dict[str, Any], timeout: float) ->
     (the image's tools, the checks' cgroup): (exit code, output), what the ``null`` check steps compare with.
     Upstream ran it after the agent, on what the agent left (a model that deletes the files it is asked to count
     and answers 0 passed); no official example reads its parameters, so it gets none."""
-    try:
-        return await run_script(sandbox, data["example"], [], timeout, check=True)
-    finally:
-        await sandbox.clear_checks()
+    return await run_script(sandbox, data["example"], [], timeout, check=True)
 
 
 def _stopped_early(sandbox: Sandbox, exc: EnvError) -> str:
@@ -238,11 +238,7 @@ async def _run_checks(
                 why = await sandbox.stop_model()
                 if why is not None:
                     return False, {**details, "failed_check": i, "reason": why}
-            try:
-                code, output = await run_script(sandbox, script, params, timeout, check=True)
-            finally:
-                if sandbox.running():
-                    await sandbox.clear_checks()
+            code, output = await run_script(sandbox, script, params, timeout, check=True)
         except EnvError as exc:
             return False, {**details, "failed_check": i, "reason": _stopped_early(sandbox, exc)}
         if code == -1:

@@ -195,6 +195,7 @@ class Sandbox:
         self.keeper_pid: int = 0
         self._keep: set[int] = set()
         self._scan_hits = 0  # pid-limit hits found by scanning (no pids cgroup)
+        self._frozen = False  # the episode's cgroup frozen for its checks (stop_model) and not thawed since
         self._next_id = 0
 
     def _pids(self) -> list[int]:
@@ -351,6 +352,7 @@ class Sandbox:
         (nothing inside can thaw it; processes a check counts are still there), or, without a freezer, every one but
         pid 1 killed. Returns why that could not be done (a process that stays in an uninterruptible wait), else None."""
         if self._cgroups is not None and self._cgroups.freezer is not None:
+            self._frozen = True
             if await off_loop(self._cgroups.freeze):
                 return None
             return "the episode's processes could not be frozen before the checks"
@@ -361,14 +363,15 @@ class Sandbox:
         """Thaw the episode's processes (after its checks: only a session that goes on needs them running)."""
         if self._cgroups is not None and self._cgroups.freezer is not None:
             await off_loop(self._cgroups.thaw)
+            self._frozen = False
 
-    async def clear_checks(self) -> None:
-        """After a check: whatever it left running (its cgroup killed by the group; without one, every process of
-        the sandbox but pid 1, the model's being gone already) so the next check starts alone."""
+    async def clear_checks(self, pgid: int) -> None:
+        """After a check (or example) whose process was ``pgid``: whatever it left running, so the next starts alone
+        (the checks' cgroup killed by the group; without one, the check's process group)."""
         if self._cgroups is not None and self._cgroups.checks.dirs:
             await off_loop(self._cgroups.checks.kill)
-        elif not self.freezable:
-            await self.kill_all_but(set())
+        else:
+            await self.kill_group(pgid)
 
     def ended_by_episode(self) -> bool:
         """Whether the sandbox ended because its pid 1 did (the episode's memory, or its processes, took it down:
@@ -429,7 +432,7 @@ class Sandbox:
         channel, self._channel = self._channel, None
         if channel is not None:
             channel.close()
-        if self._cgroups is not None and self._cgroups.freezer is not None:
+        if self._frozen and self._cgroups is not None:
             # by the group: a frozen process (v1) dies only once thawed, and pid 1 cannot end before the others
             with contextlib.suppress(Exception):
                 await off_loop(self._cgroups.kill)
