@@ -145,3 +145,28 @@ def test_run_out_and_report_html_where_nothing_can_be_written_are_one_line(
     assert main(["report", str(out), "--html", str(base / "r.html")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("error: ") and "give a path you can write" in err, err
+
+
+async def test_a_server_that_answered_and_went_away_is_an_outage_retried_not_a_stop() -> None:
+    from engine_support import start_mock
+
+    from agentbench_async.errors import ModelError
+    from agentbench_async.models import ModelConfig, open_client
+
+    server = await start_mock()
+    config = ModelConfig(name="mock-oracle", base_url=server.base_url, max_retries=2, retry_backoff_s=0.01, retry_backoff_max_s=0.02)
+    sessions: list = []
+    client = open_client(config, sessions)
+    try:
+        calls: list = []
+        await client.complete([{"role": "user", "content": "hi"}], None, calls=calls, turn=1)  # answered: the server is there
+        await server.stop()  # ... and goes away, a while later (not the backpressure of a server just answering: limits.py)
+        client.limits.answered_at -= 3600
+        calls = []
+        with pytest.raises(ModelError) as failed:
+            await client.complete([{"role": "user", "content": "hi"}], None, calls=calls, turn=2)
+        assert len(calls) == 3 and "giving up after 3 attempts" in str(failed.value)  # retried as an outage
+        assert not failed.value.fatal and "nothing answers" not in str(failed.value)
+    finally:
+        for session in sessions:
+            await session.close()
