@@ -35,6 +35,14 @@ _BROKEN = {"name": "agentbench-broken-env", "module": "agentbench_broken_env", "
 _TWINS = [{"name": f"agentbench-twin-{x}", "module": f"agentbench_twin_{x}", "entry": f'twin = "agentbench_twin_{x}:Twin"',
            "code": "from agentbench_async.environment import Environment\n\n\nclass Twin(Environment):\n    name = 'twin'\n"}
           for x in ("a", "b")]  # two packages declaring one name  # fmt: skip
+_SYNC = {"name": "agentbench-sync-env", "module": "agentbench_sync_env", "entry": 'sync_env = "agentbench_sync_env:SyncEnvironment"',
+         "code": "from agentbench_async.environment import Environment, Outcome, Session, Step\n\n\nclass Limited(Session):\n"
+                 "    async def begin(self):\n        return [{'role': 'user', 'content': 'hi'}]\n\n"
+                 "    async def step(self, reply):\n        return Step(action='x')\n\n"
+                 "    def on_turn_limit(self):  # sync: the engine awaits it (issue 43)\n        return Outcome('task_limit_exceeded')\n\n\n"
+                 "class SyncEnvironment(Environment):\n    name = 'sync_env'\n    max_turns = 1\n\n"
+                 "    def tasks(self, split):\n        yield from ()\n\n"
+                 "    async def open_session(self, task, ctx):\n        return Limited()\n"}  # fmt: skip
 _CLASH = {"name": "agentbench-clash-env", "module": "agentbench_clash_env", "entry": 'os = "agentbench_clash_env:ClashEnvironment"',
           "code": "from agentbench_async.environment import Environment\n\n\nclass ClashEnvironment(Environment):\n    name = 'os'\n"}  # fmt: skip
 
@@ -89,6 +97,7 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> _Venv:
     scaffold = made.cli("new-env", NAME, "--out", str(root / "acme"))
     assert scaffold.returncode == 0, scaffold.stderr
     packages = [str(root / "acme"), str(_package(root / "broken", _BROKEN)), str(_package(root / "clash", _CLASH)),
+                str(_package(root / "sync", _SYNC)),
                 *(str(_package(root / spec["module"], spec)) for spec in _TWINS)]  # fmt: skip
     pip = subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--no-build-isolation", *packages],
                          capture_output=True, text=True, timeout=300)  # fmt: skip
@@ -114,12 +123,28 @@ def test_envs_lists_the_plugin_and_gives_one_line_each_for_a_broken_one_and_a_cl
     assert warnings == [
         "warning: environment plugin 'broken_env' from agentbench-broken-env 0.1.0 cannot be loaded (agentbench_broken_env:BrokenEnvironment): "
         "ModuleNotFoundError: No module named 'a_module_nobody_installed'",
+        f"warning: environment plugin 'sync_env' from agentbench-sync-env 0.1.0: {_sync_line(venv)}: Limited.on_turn_limit must be async "
+        "(async def on_turn_limit(...)): the engine awaits it",
         "warning: environment plugin 'os' from agentbench-clash-env 0.1.0 is refused: a built-in environment is named 'os'; rename the entry "
         "point in agentbench-clash-env 0.1.0's pyproject.toml",
         "warning: environment plugin 'twin' from agentbench-twin-a 0.1.0 is refused: agentbench-twin-b 0.1.0 declares 'twin' too; uninstall "
         "one of them or rename its entry point",
     ]
     assert "twin:" not in out
+
+
+def _sync_line(venv: _Venv) -> str:
+    """Where the sync plugin's on_turn_limit is defined, as the check names it: its installed file and line."""
+    return venv.python_out("import agentbench_sync_env as m; print(m.__file__)").strip() + ":11"
+
+
+def test_a_plugin_whose_session_has_a_sync_method_the_engine_awaits_is_one_line_with_file_and_line(venv: _Venv, tmp_path: Path) -> None:
+    proc = venv.cli("run", "--env", "sync_env", "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--out", str(tmp_path / "s.duckdb"))
+    assert proc.returncode == 2 and not (tmp_path / "s.duckdb").exists()
+    assert proc.stderr.strip().splitlines() == [
+        f"error: flags: envs: environment plugin 'sync_env' from agentbench-sync-env 0.1.0: {_sync_line(venv)}: Limited.on_turn_limit "
+        "must be async (async def on_turn_limit(...)): the engine awaits it"
+    ]
 
 
 def test_a_broken_plugin_named_in_a_run_is_one_line_and_a_clash_leaves_the_built_in(venv: _Venv, tmp_path: Path) -> None:
