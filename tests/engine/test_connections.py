@@ -142,3 +142,33 @@ def test_a_refusal_is_backpressure_only_while_the_server_answers_others() -> Non
     for _ in range(2000):
         limits.observe(200, None, 0.1)
     assert limits.connection_limit == 50 and limits.fewest_connections == 20
+
+
+def test_the_pace_lines_name_the_connections_and_spare_max_concurrency() -> None:
+    from agentbench_async.models import ModelConfig
+    from agentbench_async.pace import PaceTally
+    from agentbench_async.records import CallRow
+
+    model = ModelConfig(name="m", max_in_flight=10_000, max_connections=1_000)
+    tally = PaceTally()
+    tally.add_calls([CallRow(turn=0, attempt=1, http_status=200, latency_ms=1_000.0, model="m", queue_ms=5_000.0)] * 10)
+    tally.admitted("m", "echo", 30.0)  # its episodes also waited for places under max_concurrency
+    [line] = tally.lines([model], None, 10_000)
+    assert line.startswith("m: its requests waited 50 s in all for one of its 1,000 connections to the server"), line
+    assert "(max_connections 1,000), not max_concurrency, held them back" in line and "--max-connections" in line
+
+    # the server refused some while it answered others: said with the lowest cut, also when the limiter did not hold them long
+    quiet = PaceTally()
+    quiet.add_calls([CallRow(turn=0, attempt=1, http_status=200, latency_ms=1_000.0, model="m")] * 10)
+    quiet.connected("m", 300, 42)
+    [line] = quiet.lines([model], None, 10_000)
+    assert line.startswith("m: the server refused or let time out 42 connections while it answered others") and "cut to 300" in line, line
+
+    # a model held by max_in_flight (below its connections) is named as before, and max_concurrency for another model's episodes
+    small = ModelConfig(name="s", max_in_flight=8)
+    both = PaceTally()
+    both.add_calls([CallRow(turn=0, attempt=1, http_status=200, latency_ms=1_000.0, model="s", queue_ms=5_000.0)] * 10)
+    both.admitted("s", "echo", 30.0)
+    both.admitted("other", "echo", 3.0)
+    lines = both.lines([small, ModelConfig(name="other")], None, 64)
+    assert "its limits (max_in_flight 8)" in lines[0] and lines[1].startswith("max_concurrency 64 held episodes back: other's echo"), lines
