@@ -3,6 +3,7 @@ nearest match), so three different mistakes are three reasons in the report, eac
 
 from __future__ import annotations
 
+import html
 import os
 import shutil
 from pathlib import Path
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 from support import require
+from view.view_support import get, viewer
 
 from agentbench_async.analytics import load
 from agentbench_async.analytics.report import build_report
@@ -89,3 +91,11 @@ async def test_three_kinds_of_invalid_db_format_are_three_reasons_in_the_report(
     text = " ".join(console.export_text().split())
     for label in expected:  # each reason printed with an example reply
         assert f"reason: {label}" in text
+    # the view's failures page: the same reasons, each with an example episode linked
+    async with viewer([out]) as base:
+        status, page, _ = await get(base + "/failures")
+    assert status == 200
+    reasons_table = html.unescape(page.split('data-table="reasons"')[1].split("</table>")[0])
+    for label in expected:
+        assert label in reasons_table
+    assert reasons_table.count('href="/episode?id=mock-format_misses') == 3

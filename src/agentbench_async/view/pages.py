@@ -169,11 +169,30 @@ def failures(data: q.FailureMatrix) -> Markup:
              "Click a cell for its episodes, an episode for its transcript."),
         matrix, *[element("p", line, cls="note", data_note="solved") for line in data.solved], Markup(chart),
         _behaviour(data.behaviour),
+        _reasons(data.reasons),
         element("h2", "AgentBench paper convention (% of episodes)"),
         note("The paper's five columns, from the status upstream would have recorded: its Task Limit Exceeded also holds "
              "environment and API errors; cancelled episodes are left out."),
         table(["model", "env", *[PAPER_TITLES[c] for c in PAPER_COLUMNS], "episodes"], paper_rows, left=2, test_id="paper"),
     ])
+
+
+def _reasons(frame: Any) -> Markup:
+    """The most frequent reasons of each failure class (analytics.failures.top_reasons): the environment's label where it
+    names one (what the parser saw and expected), each with an example episode and its last reply."""
+    if frame.is_empty():
+        return Markup("")
+    rows = []
+    for r in frame.iter_rows(named=True):
+        example = (r["examples"] or [{}])[0]
+        episode = link(url("/episode", {"id": example["episode_id"]}), example["episode_id"]) if example.get("episode_id") else ""
+        rows.append([_model(r), r["env"], r["failure_class"].replace("_", " "), r["reason"], r["episodes"], episode,
+                     (example.get("error") or "")[:200], (example.get("last_output") or "")[:200]])
+    return join([element("h2", "Failure reasons (most frequent first, up to 3 a class)"),
+                 note("The environment's own reason where it names one (what its parser saw and what it expected); the example "
+                      "keeps the nearest match it found."),
+                 table(["model", "env", "class", "reason", "episodes", "example", "its error", "its last reply"], rows, left=4,
+                       test_id="reasons")])
 
 
 def _behaviour(frame: Any) -> Markup:

@@ -155,6 +155,7 @@ class FailureMatrix:
     paper: pl.DataFrame  # model, env, episodes, the paper's five shares
     solved: list[str] = field(default_factory=list)  # solved episodes whose status word is not 'completed'
     behaviour: pl.DataFrame = field(default_factory=pl.DataFrame)  # analytics.behaviour.behaviour_table: loops, recovery
+    reasons: pl.DataFrame = field(default_factory=pl.DataFrame)  # analytics.failures.top_reasons: each class's reasons, examples
 
 
 def failure_matrix(res: Results, source: Source) -> FailureMatrix:
@@ -162,7 +163,8 @@ def failure_matrix(res: Results, source: Source) -> FailureMatrix:
     counts = configs.with_labels(source.memo(res, "classes", failures.class_counts), found)
     return FailureMatrix(counts, configs.with_labels(source.memo(res, "paper", failures.paper_table), found),
                          notes.solved_lines(configs.with_labels(failures.solved_notes(res), found)),
-                         configs.with_labels(source.memo(res, "behaviour", behaviour_mod.behaviour_table), found))
+                         configs.with_labels(source.memo(res, "behaviour", behaviour_mod.behaviour_table), found),
+                         configs.with_labels(source.memo(res, "reasons", failures.top_reasons), found))
 
 
 # -- episodes -------------------------------------------------------------------------------------
