@@ -28,6 +28,7 @@ WITH resolved AS (
                  WHEN 'task_limit_exceeded' THEN 'task limit reached'
                  WHEN 'env_error' THEN 'unknown'
                  WHEN 'model_error' THEN 'task error'
+                 WHEN 'episode_limit_exceeded' THEN 'task limit reached'
              END)
         END AS paper_status
     ),
