@@ -123,7 +123,7 @@ async def _run(args: argparse.Namespace, base_url: str, samples: list[tuple[floa
     limits = [c.limits for c in evaluation.progress.clients]
     return {
         "summary": summary, "seconds": time.monotonic() - t0, "cpu_s": time.process_time() - cpu, "opened": opened[0],
-        "refusals": sum(lim.connection_refusals for lim in limits), "out": out,
+        "refusals": sum(getattr(lim, "connection_refusals", 0) for lim in limits), "out": out,  # (0 in code before the pool)
         "pace": summary.pace.lines(cfg.models, cfg.judge, cfg.max_concurrency),
         "backpressure": _count(out, "SELECT count(*) FROM model_calls WHERE note LIKE '%backpressure%'"),
         "retried_rows": _count(out, "SELECT count(*) FROM model_calls WHERE attempt > 1"),
