@@ -92,8 +92,8 @@ def overall(scores: pl.DataFrame, builtin: dict[tuple[str, str], set[str]] | Non
         oa, complete = overall_score(per_env)
         envs = [ABBREV[e] for e in WEIGHT_INV if e in per_env]
         label = "OA" if complete else f"OA (partial: {len(envs)} of 8 environments: {', '.join(envs)})"
-        own = [ABBREV[e] for e in WEIGHT_INV if e in per_env and e in (builtin or {}).get((model, config_id), set())]
-        names = ", ".join(own) or None
+        fallbacks = [ABBREV[e] for e in WEIGHT_INV if e in per_env and e in (builtin or {}).get((model, config_id), set())]
+        names = ", ".join(fallbacks) or None
         if names:
             label = (f"OA (not the paper's: built-in suites for {names})" if complete
                      else f"{label[:-1]}; built-in suites, not the paper's tasks: {names})")
