@@ -30,7 +30,7 @@ class _Scripted:
     """The mock model behind a script: the first requests get the scripted (status, headers, body), or every one
     while ``always`` is set; the rest the mock's answer. Each request's arrival time is kept."""
 
-    def __init__(self, script: list[tuple[int, dict[str, str], Any]], *, always: bool = False) -> None:
+    def __init__(self, script: list[tuple[int, dict[str, Any], Any]], *, always: bool = False) -> None:
         self.script, self.always = list(script), always
         self.arrivals: list[float] = []
 
@@ -43,7 +43,8 @@ class _Scripted:
             self.arrivals.append(time.monotonic())
             if self.script:
                 status, headers, body = self.script[0] if self.always else self.script.pop(0)
-                return web.json_response(body, status=status, headers=headers)
+                # a header given as a function is computed as the reply is sent (a date relative to that moment)
+                return web.json_response(body, status=status, headers={k: v() if callable(v) else v for k, v in headers.items()})
             return await handler(request)
 
         app.middlewares.append(scripted)
@@ -87,8 +88,8 @@ def test_retry_after_ms_is_the_pause(capsys, tmp_path):
 
 
 def test_an_http_date_retry_after_is_the_pause(capsys, tmp_path):
-    when = email.utils.formatdate(time.time() + 3, usegmt=True)  # whole seconds: 2 to 3 s from now
-    server = _Scripted([(503, {"Retry-After": when}, _ERROR)])
+    # whole seconds: 2 to 3 s after the reply is sent (not after the test began: a loaded machine's run start takes seconds)
+    server = _Scripted([(503, {"Retry-After": lambda: email.utils.formatdate(time.time() + 3, usegmt=True)}, _ERROR)])
     code, err = _run(capsys, server, tmp_path / "date.duckdb", "--limit", "1")
     assert code == 0, err
     gap = server.arrivals[1] - server.arrivals[0]
