@@ -201,8 +201,10 @@ def test_kill_9_in_the_middle_leaves_a_file_that_resumes(tmp_path: Path, mock_ur
 
 def test_a_resume_replacing_failed_episodes_is_read_one_row_per_episode(tmp_path: Path, mock_url: str) -> None:
     out = tmp_path / "run.duckdb"
-    dead = f"http://127.0.0.1:{_free_port()}/v1"  # nothing listens: every episode ends model_error
-    first = _cli("run", "--model", "mock-oracle", "--base-url", dead, "--task-header", "--max-retries", "0", "--env", "echo",
+    # nothing listens: every episode ends model_error (all 300 in flight at once: a server that never answered stops the
+    # model, so episodes not yet started would not be recorded)
+    dead = f"http://127.0.0.1:{_free_port()}/v1"
+    first = _cli("run", "--model", "mock-oracle", "--base-url", dead, "--task-header", "--max-retries", "0", "--max-concurrency", "300", "--env", "echo",
                  "--split", "dev", "--env-option", "echo.tasks=300", "--env-option", "echo.turns=3", "--no-progress", "--out", str(out))  # fmt: skip
     assert "model_error 300" in first.stderr, first.stderr
     # ~9 s at 100 ms a call: long enough to be seen half done even when each read takes a loaded second
