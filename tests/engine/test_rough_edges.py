@@ -170,3 +170,34 @@ async def test_a_server_that_answered_and_went_away_is_an_outage_retried_not_a_s
     finally:
         for session in sessions:
             await session.close()
+
+
+def test_a_server_too_loaded_to_accept_before_its_first_answer_is_retried_not_called_absent(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    # a listening server whose accept queue is full (it never accepts): new connections time out (sock_connect, 5 s) instead
+    # of being refused. That is a loaded server, not a wrong address: the calls are retried as usual, and the run does
+    # not say that nothing answers there
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(0)
+    port = server.getsockname()[1]
+    fillers = []
+    for _ in range(4):  # more than the queue holds (backlog 0 holds one): the rest wait in SYN retransmission
+        c = socket.socket()
+        c.setblocking(False)
+        c.connect_ex(("127.0.0.1", port))
+        fillers.append(c)
+    try:
+        url = f"http://127.0.0.1:{port}/v1"
+        code = main(["run", "--env", str(GUESS), "--model", "m", "--base-url", url, "--timeout", "6", "--max-retries", "1",
+                     "--infra-retries", "0", "--limit", "1", "--out", str(tmp_path / "r.duckdb"), "--no-progress"])  # fmt: skip
+        err = capsys.readouterr().err
+    finally:
+        for c in fillers:
+            c.close()
+        server.close()
+    assert "nothing answers" not in err, err
+    with duckdb.connect(str(tmp_path / "r.duckdb"), read_only=True) as con:
+        attempts = con.execute("SELECT count(*), count(*) FILTER (WHERE error ILIKE '%timeout%') FROM model_calls").fetchone()
+    assert attempts is not None and attempts[0] == 2 and attempts[1] == 2, (attempts, err)  # the first try and its retry
+    assert code != 0

@@ -419,7 +419,7 @@ class ModelClient(abc.ABC):
                     row.latency_ms = (time.perf_counter() - start) * 1000
                     kind = "timeout" if isinstance(exc, asyncio.TimeoutError) else type(exc).__name__
                     row.error = self._redact(f"{kind}: {exc}")[:300] if str(exc) else kind
-                    if _connect_failure(exc) and self.limits.answered_at == -float("inf"):
+                    if _nothing_listens(exc) and self.limits.answered_at == -float("inf"):
                         raise self._unreachable(url, row.error) from None
                     if _connect_failure(exc) and self.limits.connection_refused(sent_at, in_use):
                         row.note = BACKPRESSURE_NOTE
@@ -641,6 +641,15 @@ def _connect_failure(exc: BaseException) -> bool:
     if isinstance(exc, (aiohttp.ClientConnectorCertificateError, aiohttp.ClientConnectorSSLError, aiohttp.ClientSSLError)):
         return False
     return isinstance(exc, (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError))
+
+
+def _nothing_listens(exc: BaseException) -> bool:
+    """Whether ``exc`` says that nothing listens at the address (refused, no route, a name that does not resolve), as
+    opposed to a server too loaded to accept in time: a connect timeout (ours or the kernel's) is never this, since a
+    server with a full listen queue times out new connections before it has answered anything."""
+    if not _connect_failure(exc) or not isinstance(exc, aiohttp.ClientConnectorError):
+        return False
+    return not isinstance(exc.os_error, TimeoutError)
 
 
 class _Refused(RetryableModelError):
