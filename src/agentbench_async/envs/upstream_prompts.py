@@ -239,6 +239,13 @@ def wording_deviations(env: str, data_dir: object, action_mode: str, *, text: st
     return out
 
 
+def tool_replies_deviation(env: str, ours: str) -> Deviation:
+    """``<env>.tool_replies``: in tools mode the engine answers every tool call of a message (``ours`` says with what),
+    where AgentBench FC leaves the calls it does not run unanswered, a conversation OpenAI's API refuses."""
+    return Deviation(f"{env}.tool_replies", f"every tool call answered: {ours}", "AgentBench FC leaves them unanswered (a "
+                     "conversation OpenAI's API refuses)", "the model sees a notice FC does not send", envs=(env,))  # fmt: skip
+
+
 def _callee(call: ast.Call) -> str | None:
     if isinstance(call.func, ast.Name):
         return call.func.id

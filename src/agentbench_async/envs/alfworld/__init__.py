@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ...environment import Deviation, EnvUnavailableError, Environment, EpisodeContext, Option, Session, Task, missing_file
-from ..upstream_prompts import FC, V02, upstream_path, wording_deviations
+from ..upstream_prompts import FC, V02, tool_replies_deviation, upstream_path, wording_deviations
 from .engine import GamePool, kept_folder
 from .prompts import FC_TASK, UPSTREAM_TASK, Prompts, ToolTexts, load_prompts, load_tool_texts
 from .session import FC_MAX_STEPS, MAX_STEPS, ALFWorldSession
@@ -93,9 +93,7 @@ class ALFWorldEnvironment(Environment):
                                   text="the project's own instruction, acknowledgement and one-shot examples",
                                   tools="the project's own take_action description", fc_text=True)  # fmt: skip
         if action_mode == "tools":
-            out.append(Deviation("alfworld.tool_replies", "every tool call answered: calls AgentBench FC does not run get a "
-                                 "'Not executed' tool message", "AgentBench FC leaves them unanswered (a conversation OpenAI's "
-                                 "API refuses)", "the model sees a notice FC does not send", envs=("alfworld",)))  # fmt: skip
+            out.append(tool_replies_deviation("alfworld", "calls AgentBench FC does not run get a 'Not executed' tool message"))
         return out
 
     @property

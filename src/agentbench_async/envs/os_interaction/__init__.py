@@ -34,7 +34,7 @@ from ...environment import (
     statuses as st,
 )
 from ..reasons import REASON_KEY, UNSOLVABLE_KEY
-from ..upstream_prompts import FC, V02, upstream_path, wording_deviations
+from ..upstream_prompts import FC, V02, tool_replies_deviation, upstream_path, wording_deviations
 from .control import close_idle_wardens
 from .grading import grade, needs_example, run_example, run_script
 from .protocol import (UPSTREAM_TASK, Action, ParseError, Prompts, ToolNotice, first_messages, load_prompts, observation_text, parse_text,
@@ -110,9 +110,8 @@ class OSEnvironment(Environment):
                                  text="the project's own instruction and one-shot example",
                                  tools="the project's own bash_action/answer_action/finish_action definitions", fc_text=True)  # fmt: skip
         if action_mode == "tools":
-            out.append(Deviation("os.tool_replies", "every tool call answered: a message's later calls, which AgentBench FC "
-                                 "does not run, get an 'Ignored' tool message", "AgentBench FC leaves them unanswered (a "
-                                 "conversation OpenAI's API refuses)", "the model sees a notice FC does not send", envs=("os",)))  # fmt: skip
+            out.append(tool_replies_deviation("os", "a message's later calls, which AgentBench FC does not run, get an 'Ignored' "
+                                              "tool message"))  # fmt: skip
         return out
 
     def __init__(self, *, data_dir: Any = None, options: dict[str, Any] | None = None) -> None:

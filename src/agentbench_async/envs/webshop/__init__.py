@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ...environment import Deviation, Environment, EpisodeContext, Option, Session, Task, TaskFileError, missing_file
-from ..upstream_prompts import FC, V02, upstream_path, wording_deviations
+from ..upstream_prompts import FC, V02, tool_replies_deviation, upstream_path, wording_deviations
 from .catalog import DEFAULT_PRICE_SEED, Catalog, load_catalog
 from .nouns import DEFAULT_SPACY_MODEL, SOURCES, default_source, noun_tagger
 from .protocol import FC_ROUNDS, FC_TASK, MAX_ROUNDS, UPSTREAM_TASK, Prompts, ToolTexts, load_prompts, load_tool_texts
@@ -132,9 +132,7 @@ class WebShopEnvironment(Environment):
                                  text="the project's own rules and one-shot purchase",
                                  tools="the project's own search_action/click_action descriptions", fc_text=True)  # fmt: skip
         if action_mode == "tools":
-            out.append(Deviation("webshop.tool_replies", "every tool call answered: calls AgentBench FC does not run get a "
-                                 "'Not executed' tool message", "AgentBench FC leaves them unanswered (a conversation OpenAI's "
-                                 "API refuses)", "the model sees a notice FC does not send", envs=("webshop",)))  # fmt: skip
+            out.append(tool_replies_deviation("webshop", "calls AgentBench FC does not run get a 'Not executed' tool message"))
         if cls.plays_official_tasks(data_dir, options) and options.get("nouns") == "heuristic":
             out.append(Deviation("webshop.nouns", "heuristic (the title's content words)", "spaCy en_core_web_lg's NOUN/PROPN tags",
                                  "the reward's title score is approximate", envs=("webshop",)))  # fmt: skip
