@@ -9,8 +9,7 @@ it) with at least ``oracle`` (plays the task's reference solution through the re
 The policy protocol (``Policy``, ``PolicyRequest``, ``PolicyReply``, ``stable_choice``, ``run_policy``) is part of the
 environment API (``envs/base.py``, offered as ``agentbench_async.environment``): the mock consumes it. The mock server
 learns which task a request belongs to from the headers of ``models/task_headers.py``, which the engine sends only for
-models configured with ``task_header: true`` (the demo and tests do). Both are imported here too for code written
-against this module's earlier names.
+models configured with ``task_header: true`` (the demo and tests do).
 """
 
 from __future__ import annotations
@@ -18,11 +17,9 @@ from __future__ import annotations
 import functools
 
 from ..envs import env_class
-from ..envs.base import Environment, Policy, PolicyReply, PolicyRequest, run_policy, stable_choice
-from ..models.task_headers import CALLER_HEADER, EPISODE_HEADER, TASK_HEADER
+from ..envs.base import Environment, Policy
 
-__all__ = ["CALLER_HEADER", "EPISODE_HEADER", "TASK_HEADER", "Policy", "PolicyReply", "PolicyRequest", "env_policies",
-           "run_policy", "stable_choice"]  # fmt: skip
+__all__ = ["env_policies"]
 
 
 def env_policies(env_name: str) -> dict[str, Policy]:
