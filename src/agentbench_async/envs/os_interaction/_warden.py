@@ -58,7 +58,7 @@ _libc = ctypes.CDLL(None, use_errno=True)
 _libc.syscall.restype = ctypes.c_long
 _libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
 _libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
-for _name in ("unshare", "setns", "capset", "ioctl"):  # resolved now: nothing is looked up once inside
+for _name in ("unshare", "setns", "capset", "ioctl", "umount2"):  # resolved now: nothing is looked up once inside
     getattr(_libc, _name)
 
 CLONE_NEWNS = 0x00020000
@@ -146,6 +146,19 @@ MASKED_FILES = ("etc/ld.so.preload", "usr/pyvenv.cfg", "etc/sudo.conf", "etc/git
 MASKED_DIRS = ("usr/local/share/perl", "usr/local/share/perl5")
 TOP_LINKS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
 _DEV_NODES = ("null", "zero", "full", "random", "urandom", "tty")
+# A file of a tool path that the episode changed (its overlay's upper layer holds it) is the episode's in a check where
+# its bytes are the image's: its mode, owner, times and extended attributes are the task's state (std-006-new-00003:
+# remove the setuid bit the init set on /usr/bin/find), and the same bytes run the same program (checks run with
+# no_new_privs: set-id bits and file capabilities grant nothing). The check sees a copy made for it, read-only: the
+# episode's file itself can be written while a check runs (by the model's code a check runs, through a hard link or a
+# frozen process's /proc/PID/root). Where the bytes differ, or the file is no longer a regular file or is gone, the
+# image's stays. A copy that some user the image lets read or run the file could not read or run (chmod -x, another
+# owner, an access list) fails the check's start: a tool that does not run could turn a check's verdict.
+_OVERLAY_XATTRS = ("trusted.overlay.", "user.overlay.")  # the overlay's own, never seen in the episode's root
+_ACL_XATTR = "system.posix_acl_access"
+_SCRATCH = "/dev/shm"  # a mount point in every sandbox (the model cannot remove it): the copies are made on a tmpfs there
+_MNT_DETACH = 2
+
 
 
 def _ok(result, what):
@@ -323,6 +336,7 @@ class Warden:
         self.pristine = f"{state}/pristine"
         self.lower = os.open(self.pristine, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
         self.tools = self._tool_paths()
+        self.upper = os.open(f"{state}/u", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)  # what the episode changed
         # relative to the state folder: the sandbox's mountinfo shows these options, not the host's paths
         os.chdir(state)
         options = "lowerdir=pristine,upperdir=u,workdir=w"
@@ -600,6 +614,7 @@ class Warden:
         directory turned into a file) fails the start, so such a check fails rather than runs the episode's."""
         _unshare(CLONE_NEWNS)
         _mount(None, "/", None, MS_REC | MS_PRIVATE, None)
+        copies = self._tool_state_copies()  # before the tools cover what it reads
         for folder in _SHADOWING_DIRS:  # the episode's own (state), but its commands that would hide the image's
             hide = self._hidden(folder)
             if hide:
@@ -637,6 +652,111 @@ class Warden:
         for rel in self.masked_dirs:
             if os.path.isdir("/" + rel):
                 _mount("agentbench-empty", "/" + rel, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NOEXEC | MS_NODEV, "size=4k,mode=0755")
+        for tree, target in copies:  # the episode's metadata on the image's bytes, over the image's file
+            _move_mount(tree, target)
+
+    def _tool_state_copies(self):
+        """In a check's child, in its own mount namespace: a copy (on a tmpfs over :data:`_SCRATCH`) of every regular
+        file of a tool path that the episode's upper layer holds with the image's bytes, with the episode's metadata;
+        [(a read-only detached mount of the copy, the path it shows at)]. The trees are walked through handles (the
+        upper layer's and the image's), never following a link."""
+        flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+        todo = [rel.rpartition("/")[::2] for rel, _target in self.tools]  # (folder, the name in it, or None: all)
+        scratch, made = None, []
+        while todo:
+            rel, only = todo.pop()
+            try:
+                up = self._open_path(self.upper, rel, flags)
+            except OSError:
+                continue  # not changed, or no longer a folder (the image's then, as before)
+            try:
+                img = self._open_path(self.lower, rel, flags)
+            except OSError:
+                os.close(up)
+                continue
+            try:
+                for name in [only] if only else os.listdir(up):
+                    path = f"{rel}/{name}"
+                    try:
+                        ust = os.stat(name, dir_fd=up, follow_symlinks=False)
+                        ist = os.stat(name, dir_fd=img, follow_symlinks=False)
+                    except OSError:
+                        continue  # new in the episode (not the image's file) or not changed
+                    if stat.S_ISDIR(ust.st_mode) and stat.S_ISDIR(ist.st_mode):
+                        todo.append((path, None))
+                    elif stat.S_ISREG(ust.st_mode) and stat.S_ISREG(ist.st_mode) and ust.st_size == ist.st_size:
+                        if scratch is None:
+                            _mount("agentbench-copies", _SCRATCH, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0700")
+                            scratch = os.open(_SCRATCH, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+                        if self._copy_if_same(up, img, name, scratch, str(len(made)), path, ist):
+                            made.append((str(len(made)), "/" + path))
+            finally:
+                os.close(up)
+                os.close(img)
+        if scratch is None:
+            return []
+        try:
+            trees = []
+            for copy, target in made:
+                tree = _open_tree(scratch, copy, OPEN_TREE_CLONE | os.O_CLOEXEC)
+                _read_only(tree)
+                trees.append((tree, target))
+        finally:
+            os.close(scratch)
+            _ok(_libc.umount2(_SCRATCH.encode(), _MNT_DETACH), f"umount {_SCRATCH}")
+        return trees
+
+    @staticmethod
+    def _open_path(base, rel, flags):
+        """``rel`` under the directory handle ``base``, one component at a time, no link followed."""
+        fd = os.open(".", flags, dir_fd=base)
+        for part in filter(None, rel.split("/")):
+            try:
+                nxt = os.open(part, flags, dir_fd=fd)
+            finally:
+                os.close(fd)
+            fd = nxt
+        return fd
+
+    @staticmethod
+    def _copy_if_same(up, img, name, scratch, copy, path, ist):
+        """Copy the episode's ``name`` (in ``up``) to ``copy`` (in ``scratch``) if its bytes are the image's (in ``img``),
+        with its mode, owner, extended attributes and times; False (nothing left) if they differ."""
+        opened = []
+        try:
+            for folder in (up, img):
+                opened.append(os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=folder))
+            src, orig = opened
+            ust = os.fstat(src)
+            if not stat.S_ISREG(ust.st_mode):
+                return False
+            opened.append(os.open(copy, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600, dir_fd=scratch))
+            dst = opened[2]
+            offset = 0
+            while True:
+                mine, theirs = os.pread(src, 1 << 20, offset), os.pread(orig, 1 << 20, offset)
+                if mine != theirs or (not mine and offset != ist.st_size):
+                    os.unlink(copy, dir_fd=scratch)
+                    return False
+                if not mine:
+                    break
+                view = memoryview(mine)
+                while view:
+                    view = view[os.write(dst, view) :]
+                offset += len(mine)
+            os.fchown(dst, ust.st_uid, ust.st_gid)
+            attrs = {a: os.getxattr(src, a) for a in os.listxattr(src) if not a.startswith(_OVERLAY_XATTRS)}
+            if not _keeps_access(ist, ust, attrs.get(_ACL_XATTR)):
+                what = f"mode {stat.S_IMODE(ust.st_mode):04o}, owner {ust.st_uid}:{ust.st_gid}" + (", an access list" if _ACL_XATTR in attrs else "")
+                raise RuntimeError(f"the episode took the right to read or run /{path} from users the image gives it to ({what}): checks run the image's tools")
+            for attr, value in attrs.items():
+                os.setxattr(dst, attr, value)
+            os.fchmod(dst, stat.S_IMODE(ust.st_mode))
+            os.utime(dst, ns=(ust.st_atime_ns, ust.st_mtime_ns))
+            return True
+        finally:
+            for fd in opened:
+                os.close(fd)
 
     def kill(self, pids, sig):
         for pid in pids:
@@ -715,6 +835,28 @@ class Warden:
                     _send(self.sock, {"killed": len(victims), "id": msg.get("id")})
                 elif op == "exit":
                     return
+
+
+def _grants(st, acl):
+    """The read/execute bits each entry that decides someone's access to a file grants: owner, group and others, or
+    with an access list (``system.posix_acl_access``: a version, then tag, permissions, id per entry) every entry,
+    the named users' and groups' and the owning group's under its mask."""
+    mode = st.st_mode
+    if not acl:
+        return [(mode >> 6) & 5, (mode >> 3) & 5, mode & 5]
+    entries = [struct.unpack_from("<HHI", acl, at) for at in range(4, len(acl) - 7, 8)]
+    mask = next((perm for tag, perm, _ in entries if tag == 0x10), 7)
+    return [(perm & mask if tag in (0x02, 0x04, 0x08) else perm) & 5 for tag, perm, _ in entries if tag != 0x10]
+
+
+def _keeps_access(image, episode, acl):
+    """Whether everyone who may read or run the image's file (``image``: no access list in an image) may read and run the
+    episode's: class by class when its owner and group are the image's, else every entry grants all the image grants."""
+    theirs, mine = _grants(image, None), _grants(episode, acl)
+    if acl is None and (episode.st_uid, episode.st_gid) == (image.st_uid, image.st_gid):
+        return all(m & t == t for m, t in zip(mine, theirs))
+    need = theirs[0] | theirs[1] | theirs[2]
+    return all(m & need == need for m in mine)
 
 
 def _start_mapper(idmap):

@@ -3,7 +3,9 @@
 ``oracle`` plays the task's reference solution: for a ``match`` task it answers the expected string;
 otherwise it runs ``evaluation.example`` in the shell (as ``bash -c`` from ``/``, exactly like the
 checker will, so process counts agree) and answers with its output, or says ``finish`` when the
-example only changes the system. ``weak`` picks one failure mode per task.
+example only changes the system. ``weak`` picks one failure mode per task. ``idle`` does nothing: it answers
+at once with an empty answer (a task that asks for one) or says ``finish`` (a task that asks for a change), the
+floor no task's grading should pass (``bench/os_grading_audit.py``).
 """
 
 from __future__ import annotations
@@ -90,4 +92,11 @@ def weak(req: PolicyRequest) -> PolicyReply:
     return _finish(req)  # completed with the system unchanged (fails check tasks, fails match tasks)
 
 
-POLICIES: dict[str, Policy] = {"oracle": oracle, "weak": weak}
+def idle(req: PolicyRequest) -> PolicyReply:
+    """Acts on nothing: an empty answer where the task wants one, else ``finish`` with the system as the task left it."""
+    data = req.task.data
+    wants_answer = "match" in data or ("check" in data and None in data["check"])
+    return _answer(req, "") if wants_answer else _finish(req)
+
+
+POLICIES: dict[str, Policy] = {"oracle": oracle, "weak": weak, "idle": idle}
