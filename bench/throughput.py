@@ -14,6 +14,10 @@ hand-written client would be (``gc.freeze()`` and a gen-0 threshold of 1,000,000
 the same event loop (``--loops``: uvloop, asyncio's standard loop, or both); with ``--repeat N`` the ceiling
 and the engine alternate N times and the medians are printed.
 The load average is printed with the figures: the machine's cores may be shared.
+``--before ROOT`` (another checkout of the project, e.g. ``git worktree add /tmp/before COMMIT``) compares the engine's
+CPU per call before and after a change: each round runs the bare client, that checkout's engine (its own
+``bench/throughput.py --child engine`` with its ``src`` first on the path) and this one's, each in a fresh process
+against the same mock; it prints every round and the medians of each side's CPU per call and of the rounds' ratios.
 Prints calls/s, episodes/s, their ratio (the median of the paired runs' ratios), peak RSS, DuckDB rows/s and
 the CPU time per call of each side (all its threads: on a shared machine a steadier figure than calls/s).
 Then the RPM check: a server that enforces N requests per window (429 beyond) and a client with the same
@@ -187,10 +191,14 @@ def _child(args: argparse.Namespace) -> None:
     print(json.dumps(result))
 
 
-def _measure(mode: str, loop: str, base_url: str, concurrency: int, episodes: int) -> dict[str, float]:
-    proc = subprocess.run([sys.executable, __file__, "--child", mode, "--loop", loop, "--base-url", base_url,
+def _measure(mode: str, loop: str, base_url: str, concurrency: int, episodes: int, root: Path | None = None) -> dict[str, float]:
+    """One run in a fresh process; ``root``: another checkout whose engine runs (its own script and ``src``)."""
+    script, env = __file__, None
+    if root is not None:
+        script, env = str(root / "bench" / "throughput.py"), {**os.environ, "PYTHONPATH": str(root / "src")}
+    proc = subprocess.run([sys.executable, script, "--child", mode, "--loop", loop, "--base-url", base_url,
                            "--concurrency", str(concurrency), "--episodes", str(episodes)],
-                          capture_output=True, text=True, check=False)  # fmt: skip
+                          capture_output=True, text=True, check=False, env=env)  # fmt: skip
     if proc.returncode != 0:
         raise SystemExit(f"{mode} on {loop} at concurrency {concurrency} failed:\n{proc.stderr[-3000:]}")
     result: dict[str, float] = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -215,10 +223,14 @@ def main() -> None:
     p.add_argument("--base-url")
     p.add_argument("--concurrency", type=int, default=100)
     p.add_argument("--latency-ms", type=float, default=100)
+    p.add_argument("--before", type=Path, help="another checkout's root: its engine's CPU per call against this one's, alternated")
     args = p.parse_args()
     if args.child:
         args.mode = args.child
         _child(args)
+        return
+    if args.before is not None:
+        _before_and_after(args)
         return
     levels = [int(x) for x in args.levels.split(",")] if args.levels else [100, 1000] if args.quick else [100, 1000, 5000]
     loops = [x.strip() for x in args.loops.split(",") if x.strip()]
@@ -270,6 +282,37 @@ def main() -> None:
         mock.wait()
     print(f"RPM check: limit {rpm} per {window:.0f} s window on both sides, steady-state utilisation {r['utilisation']:.1%}, "
           f"429 answers {r['http_429']}, {r['calls']} calls")  # fmt: skip
+
+
+def _before_and_after(args: argparse.Namespace) -> None:
+    """``--before ROOT``: bare client, the engine of ROOT and this engine, alternated in fresh processes (each loop and level)."""
+    root = args.before.resolve()
+    if not (root / "bench" / "throughput.py").is_file() or not (root / "src" / "agentbench_async").is_dir():
+        raise SystemExit(f"--before {args.before}: not a checkout of this project (no bench/throughput.py and src/agentbench_async there)")
+    levels = [int(x) for x in args.levels.split(",")] if args.levels else [1000]
+    print(f"CPU per call (us, all of a side's threads): bare client, engine of {root}, engine here; mock {args.latency_ms:.0f} ms, "
+          f"{args.repeat} round(s); {load_average()}")  # fmt: skip
+    for loop in [x.strip() for x in args.loops.split(",") if x.strip()]:
+        for c in levels:
+            episodes = args.episodes or 6 * c
+            mock, url = _start_mock("--latency-ms", str(args.latency_ms))
+            rows = []
+            try:
+                for n in range(1, args.repeat + 1):
+                    bare = _measure("bare", loop, url, c, episodes)["cpu_us_per_call"]
+                    before = _measure("engine", loop, url, c, episodes, root)["cpu_us_per_call"]
+                    after = _measure("engine", loop, url, c, episodes)["cpu_us_per_call"]
+                    rows.append((bare, before, after))
+                    print(f"{loop:>8} C={c} round {n}: bare {bare:.0f}, before {before:.0f} ({before / bare:.2f}x), "
+                          f"now {after:.0f} ({after / bare:.2f}x), now/before {after / before:.2f}  ({load_average()})", flush=True)  # fmt: skip
+            finally:
+                mock.terminate()
+                mock.wait()
+            med = [statistics.median(r[i] for r in rows) for i in range(3)]
+            ratio = [statistics.median(r[i] / r[0] for r in rows) for i in (1, 2)]
+            change = statistics.median(r[2] / r[1] for r in rows)
+            print(f"{loop:>8} C={c} medians: bare {med[0]:.0f}, before {med[1]:.0f}, now {med[2]:.0f} us a call; against the bare client "
+                  f"before {ratio[0]:.2f}x, now {ratio[1]:.2f}x; now/before {change:.2f}", flush=True)  # fmt: skip
 
 
 def _start_mock_window(rpm: int, window: float) -> tuple[subprocess.Popen[bytes], str]:

@@ -271,7 +271,11 @@ class EpisodeCancelled(Exception):
 def _record(
     spec: EpisodeSpec, outcome: Outcome, started: Any, n_turns: int, transcript: _Transcript, calls: list[CallRow]
 ) -> EpisodeRecord:
-    agent_calls = [c for c in calls if c.caller == "agent"]
+    input_tokens = output_tokens = 0  # the agent's calls' (a judge's are its own)
+    for c in calls:
+        if c.caller == "agent":
+            input_tokens += c.input_tokens or 0
+            output_tokens += c.output_tokens or 0
     return EpisodeRecord(
         episode_id=spec.episode_id,
         model=spec.model,
@@ -283,8 +287,8 @@ def _record(
         score=float(outcome.score),
         success=bool(outcome.success),
         n_turns=n_turns,
-        input_tokens=sum(c.input_tokens or 0 for c in agent_calls),
-        output_tokens=sum(c.output_tokens or 0 for c in agent_calls),
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
         started_at=started,
         finished_at=now(),
         error=outcome.error,

@@ -327,17 +327,20 @@ class ModelLimits:
         self._spacing = self._period / rpm
 
     # -- what the server said ------------------------------------------------------------------
-    def observe(self, status: int | None, headers: Mapping[str, str] | None, latency_s: float) -> None:
-        """Learn from one answered (``status``) or unanswered (None: timeout, reset) request."""
+    def observe(self, status: int | None, headers: Mapping[str, str] | None, latency_s: float, now: float | None = None) -> None:
+        """Learn from one answered (``status``) or unanswered (None: timeout, reset) request; ``now``: the event loop's clock
+        when the caller has just read it (else read here)."""
         if headers is not None and (self._learn_rpm or self._learn_tpm):
             self._adopt(headers)
+        if now is None:
+            now = _clock()
         if status is not None:
             self._early = None  # answered: a limit the server reports is known (or it reports none)
-            self.answered_at = _clock()
+            self.answered_at = now
             if self._connections_cut and status == 200:
                 self._connections_grow()
         if self._aimd is not None:
-            sent_at = _clock() - latency_s
+            sent_at = now - latency_s
             if status is None or status in _CUT_STATUSES:
                 self._aimd.refused(sent_at, latency_s)
             elif status == 200:

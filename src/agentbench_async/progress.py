@@ -78,11 +78,12 @@ class Progress:
         row.turns.pop(episode_id or "", None)
 
     def counting(self, model: str, env: str, episode_id: str, sink: Callable[[list[Any]], None]) -> Callable[[list[Any]], None]:
-        """``sink`` (where a running episode hands each turn's rows) that also counts the episode's turns here."""
+        """``sink`` (where a running episode hands each turn's rows) that also counts the episode's turns here. The rows come in
+        the transcript's order, whose turn numbers never go down: the last one holds the latest turn."""
 
         def counted(rows: list[Any]) -> None:
             if rows:
-                self.turn(model, env, episode_id, max(getattr(r, "turn", 0) for r in rows))
+                self.turn(model, env, episode_id, getattr(rows[-1], "turn", 0))
             sink(rows)
 
         return counted

@@ -461,7 +461,8 @@ class ModelClient(abc.ABC):
         """Let the limits learn from this answer to a request sent at ``sent_at`` (the event loop's clock): its
         rate-limit headers, its latency; note on the row what they pace to now."""
         limits = self.limits
-        limits.observe(status, headers, asyncio.get_running_loop().time() - sent_at)
+        now = asyncio.get_running_loop().time()  # (each read of the running loop is a getpid() system call on Python 3.11)
+        limits.observe(status, headers, now - sent_at, now)
         row.in_flight_limit, row.rpm_limit, row.tpm_limit = limits.in_flight_limit, limits.rpm, limits.tpm
         row.server_queue_ms = header_queue_ms(headers)
 
