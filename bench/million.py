@@ -18,13 +18,17 @@ finished (those reached), the peak and where it came (episodes finished then), t
 (the issue's target: within 200 MB), connections opened to the server (counted as aiohttp's connector makes them),
 the most requests in flight at once, calls, retries (and how many of them were connection backpressure), the
 end-of-run lines about the pace, and episodes lost (planned minus completed); then the load average: the cores may be
-shared. ``--csv FILE`` writes the samples.
+shared. Each figure of memory says where it was: resident in DuckDB's own allocator (its jemalloc), taken by glibc's malloc
+(``mallinfo2``), allocated by Arrow, and Python's own blocks (the rest of RSS: Python's arenas, code, libraries); and
+the writer's transactions and the most episodes one held. ``--csv FILE`` writes the samples; ``--checkpoint-mb``
+tries another WAL size for the writer's checkpoints than the engine's.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import ctypes
 import os
 import resource
 import socket
@@ -33,6 +37,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +51,38 @@ MILESTONES = (10_000, 100_000, 1_000_000)
 def _rss_mb() -> float:
     with open("/proc/self/statm", encoding="ascii") as f:
         return int(f.read().split()[1]) * _PAGE / 2**20
+
+
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
+
+
+def _allocators() -> Callable[[], tuple[float, float]]:
+    """A function returning (MB DuckDB's own allocator holds resident, MB glibc's malloc has taken from the system):
+    DuckDB's Linux builds carry jemalloc (``duckdb_je_*``; -1 when absent), Python and the other libraries use glibc's malloc
+    (``mallinfo2``: its arenas and its mmapped chunks)."""
+    libc = ctypes.CDLL("libc.so.6")
+    libc.mallinfo2.restype = _MallInfo2
+    try:
+        import _duckdb
+
+        ctl = ctypes.CDLL(_duckdb.__file__).duckdb_je_mallctl
+        ctl.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_size_t), ctypes.c_void_p, ctypes.c_size_t]
+    except (ImportError, OSError, AttributeError):
+        ctl = None
+
+    def duckdb_mb() -> float:
+        if ctl is None:
+            return -1.0
+        epoch, value, size = ctypes.c_uint64(1), ctypes.c_size_t(0), ctypes.c_size_t(8)
+        ctl(b"epoch", ctypes.byref(epoch), ctypes.byref(size), ctypes.byref(epoch), 8)  # refresh the statistics
+        return value.value / 2**20 if ctl(b"stats.resident", ctypes.byref(value), ctypes.byref(size), None, 0) == 0 else -1.0
+
+    def sample() -> tuple[float, float]:
+        info = libc.mallinfo2()
+        return duckdb_mb(), (info.arena + info.hblkhd) / 2**20
+
+    return sample
 
 
 def _free_port() -> int:
@@ -89,7 +126,8 @@ def _count_connections() -> list[int]:
     return opened
 
 
-async def _run(args: argparse.Namespace, base_url: str, samples: list[tuple[float, int, int, float]], blocks: list[int]) -> dict[str, Any]:
+async def _run(args: argparse.Namespace, base_url: str, samples: list[tuple[float, int, int, float]],
+               parts: list[tuple[float, float, float, int]]) -> dict[str, Any]:
     from agentbench_async.config import build_config
     from agentbench_async.scheduler import Evaluation
 
@@ -101,16 +139,26 @@ async def _run(args: argparse.Namespace, base_url: str, samples: list[tuple[floa
         model["max_connections"] = args.max_connections
     cfg = build_config({"out": out, "envs": ["echo"], "split": "test", "max_concurrency": args.concurrency,
                         "env_options": {"echo": {"tasks": args.episodes, "turns": TURNS}}, "models": [model]})  # fmt: skip
+    if args.checkpoint_mb:  # an experiment with the writer's bound (docs/performance.md)
+        from agentbench_async.store import db
+
+        db.CHECKPOINT_MB = args.checkpoint_mb
     opened = _count_connections()
+    flushes = _count_flushes()
     evaluation = Evaluation(cfg, progress=False)
     stop = threading.Event()
     t0 = time.monotonic()
+
+    import pyarrow as pa
+
+    allocators = _allocators()
 
     def sample() -> None:
         while not stop.wait(args.sample_s):
             rows = list(evaluation.progress.rows.values())
             samples.append((time.monotonic() - t0, sum(r.done for r in rows), sum(r.in_flight for r in rows), _rss_mb()))
-            blocks.append(sys.getallocatedblocks())  # Python's own memory blocks: records waiting for the writer show here
+            # where it is: DuckDB's allocator, glibc's malloc, Python's own blocks (records waiting for the writer show there)
+            parts.append((*allocators(), pa.total_allocated_bytes() / 2**20, sys.getallocatedblocks()))
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
@@ -123,12 +171,28 @@ async def _run(args: argparse.Namespace, base_url: str, samples: list[tuple[floa
     limits = [c.limits for c in evaluation.progress.clients]
     return {
         "summary": summary, "seconds": time.monotonic() - t0, "cpu_s": time.process_time() - cpu, "opened": opened[0],
-        "refusals": sum(getattr(lim, "connection_refusals", 0) for lim in limits), "out": out,  # (0 in code before the pool)
+        "flushes": flushes, "refusals": sum(getattr(lim, "connection_refusals", 0) for lim in limits), "out": out,  # (0 in code before the pool)
         "pace": summary.pace.lines(cfg.models, cfg.judge, cfg.max_concurrency),
         "backpressure": _count(out, "SELECT count(*) FROM model_calls WHERE note LIKE '%backpressure%'"),
         "retried_rows": _count(out, "SELECT count(*) FROM model_calls WHERE attempt > 1"),
         "file_mb": out.stat().st_size / 2**20,
     }  # fmt: skip
+
+
+def _count_flushes() -> list[int]:
+    """[the writer's transactions, the most episodes one of them held] from now on."""
+    from agentbench_async.store.writer import EpisodeWriter
+
+    seen = [0, 0]
+    write = EpisodeWriter._write
+
+    def counted(self: Any, batch: list[Any], *args: Any) -> None:
+        seen[0] += 1
+        seen[1] = max(seen[1], len(batch))
+        write(self, batch, *args)
+
+    EpisodeWriter._write = counted  # type: ignore[method-assign]
+    return seen
 
 
 def _count(path: Path, sql: str) -> int:
@@ -149,6 +213,7 @@ def main() -> None:
     p.add_argument("--max-connections", type=int, help="the model's connections (default: the engine's, 1,000)")
     p.add_argument("--latency-ms", type=float, default=100)
     p.add_argument("--server-connections", type=int, help="the mock's open-files limit (soft and hard): connections it takes")
+    p.add_argument("--checkpoint-mb", type=int, help="the WAL the writer lets grow before it checkpoints (default: the engine's, store/db.py)")
     p.add_argument("--sample-s", type=float, default=1.0)
     p.add_argument("--out", help="folder for the DuckDB file (default: a temporary one)")
     p.add_argument("--csv", help="write the samples (seconds, finished, in flight, RSS MB) to this file")
@@ -161,31 +226,40 @@ def main() -> None:
           + f"; {os.cpu_count()} cores; start: {load_average()}", flush=True)  # fmt: skip
     mock, url = _start_mock(args.latency_ms, args.server_connections)
     samples: list[tuple[float, int, int, float]] = []
-    blocks: list[int] = []
+    parts: list[tuple[float, float, float, int]] = []
     try:
         with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-            r = runner.run(_run(args, url, samples, blocks))
+            r = runner.run(_run(args, url, samples, parts))
     finally:
         mock.terminate()
         mock.wait()
     s = r["summary"]
     if args.csv:
-        Path(args.csv).write_text("seconds,finished,in_flight,rss_mb,python_blocks\n"
-                                  + "".join(f"{t:.1f},{d},{f},{m:.1f},{b}\n" for (t, d, f, m), b in zip(samples, blocks)))
-    admitted = next(((t, d, m) for t, d, f, m in samples if f >= min(args.concurrency, args.episodes)), None)
-    peak = max(samples, key=lambda x: x[3]) if samples else None
+        Path(args.csv).write_text("seconds,finished,in_flight,rss_mb,duckdb_allocator_mb,malloc_mb,arrow_mb,python_blocks\n"
+                                  + "".join(f"{t:.1f},{d},{f},{m:.1f},{j:.1f},{g:.1f},{a:.1f},{b}\n" for (t, d, f, m), (j, g, a, b) in zip(samples, parts)))
+
+    def held(i: int) -> str:  # where sample i's memory was
+        j, g, a, b = parts[i]
+        return f" (DuckDB's allocator {j:.0f} MB, malloc {g:.0f} MB, Arrow {a:.0f} MB, {b / 1e6:.2f}M Python blocks)"
+
+    first = next((i for i, (t, d, f, m) in enumerate(samples) if f >= min(args.concurrency, args.episodes)), None)
+    admitted = samples[first][:2] + samples[first][3:] if first is not None else None
+    top = max(range(len(samples)), key=lambda i: samples[i][3]) if samples else None
+    peak = samples[top] if top is not None else None
     print(f"ran {r['seconds']:.0f} s, {r['cpu_s']:.0f} s of CPU in this process ({r['cpu_s'] / max(s.calls, 1) * 1e6:.0f} us a call); "
           f"file {r['file_mb']:.0f} MB; end: {load_average()}")  # fmt: skip
     if admitted is not None:
-        print(f"RSS when {args.concurrency:,} were first in flight ({admitted[0]:.0f} s, {admitted[1]:,} finished): {admitted[2]:.0f} MB")
+        print(f"RSS when {args.concurrency:,} were first in flight ({admitted[0]:.0f} s, {admitted[1]:,} finished): {admitted[2]:.0f} MB"
+              + held(first))  # fmt: skip
     for mark in MILESTONES:
-        at = next(((t, m) for t, d, f, m in samples if d >= mark), None)
+        at = next((i for i, (t, d, f, m) in enumerate(samples) if d >= mark), None)
         if at is not None:
-            print(f"RSS at {mark:,} finished ({at[0]:.0f} s): {at[1]:.0f} MB")
+            print(f"RSS at {mark:,} finished ({samples[at][0]:.0f} s): {samples[at][3]:.0f} MB" + held(at))
     if peak is not None:
         above = f", {peak[3] - admitted[2]:+.0f} MB against the RSS at admission" if admitted is not None else ""
-        print(f"peak RSS (sampled) {peak[3]:.0f} MB at {peak[1]:,} finished ({peak[0]:.0f} s){above}; last sample {samples[-1][3]:.0f} MB; "
+        print(f"peak RSS (sampled) {peak[3]:.0f} MB at {peak[1]:,} finished ({peak[0]:.0f} s){above}{held(top)}; last sample {samples[-1][3]:.0f} MB; "
               f"ru_maxrss {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")  # fmt: skip
+    print(f"the writer: {r['flushes'][0]:,} transactions, the largest {r['flushes'][1]:,} episodes")
     completed = s.statuses.get("completed", 0)
     print(f"connections opened {r['opened']:,}; most in flight {max((f for _, _, f, _ in samples), default=0):,} episodes; "
           f"{s.calls:,} calls, {s.retries:,} retries ({r['retried_rows']:,} attempts after a first, {r['backpressure']:,} of them "

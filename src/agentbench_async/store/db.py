@@ -56,8 +56,9 @@ def write_failure(path: Path, exc: BaseException, doing: str) -> StoreError:
                       "make room (or restore the file) and run the same command again to resume")  # fmt: skip
 
 
-CHECKPOINT_THRESHOLD = "64MB"  # the WAL a run's writer lets grow before DuckDB checkpoints it
-MEMORY_LIMIT = "256MB"  # DuckDB's buffer pool in a run's writer
+CHECKPOINT_MB = 64  # the WAL a run's writer lets grow before it checkpoints (Store.after_commit)
+MEMORY_LIMIT = "256MB"  # DuckDB's buffer pool in a run's writer: what a query of the writer's may take
+_CACHE_AFTER_CHECKPOINT = "16MB"  # what DuckDB's buffer pool keeps cached once a checkpoint has written it to the file
 
 
 class Store:
@@ -70,11 +71,16 @@ class Store:
         try:
             # The writer's memory has a bound we choose, not DuckDB's defaults (docs/performance.md): rows committed since the
             # last checkpoint are held in memory as well as in the WAL (~1.2 MB of memory a 1,000 echo episodes), so a
-            # checkpoint every CHECKPOINT_THRESHOLD of WAL bounds them (256 MB held up to ~300 MB above what is in flight; a
+            # checkpoint every CHECKPOINT_MB of WAL bounds them (256 MB held up to ~300 MB above what is in flight; a
             # checkpoint costs ~0.2 s of CPU at 64 MB); DuckDB's buffer pool, which otherwise keeps every block it read or
-            # wrote up to 80% of the machine's memory, is held to MEMORY_LIMIT (it spills to FILE.tmp beyond).
-            self.con.execute(f"SET checkpoint_threshold = '{CHECKPOINT_THRESHOLD}'")
+            # wrote up to 80% of the machine's memory, is held to MEMORY_LIMIT (it spills to FILE.tmp beyond) for what a
+            # query needs, and emptied of what a checkpoint wrote (after_commit). The writer checkpoints itself so it
+            # knows when the file holds everything; DuckDB's own checkpoint, at four times the size, is only a backstop.
+            self.con.execute(f"SET checkpoint_threshold = '{4 * CHECKPOINT_MB}MB'")
             self.con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
+            self._wal = Path(f"{path}.wal")
+            self._checkpoint_bytes = CHECKPOINT_MB * 2**20
+            self.checkpoints = 0  # the writer's (after_commit)
             # One thread: the writer's transactions are a second's episodes each, too small for DuckDB's parallel
             # operators, whose hand-offs between its threads cost CPU (~10% of the writer's); the final checkpoint
             # (close) gets the default again.
@@ -84,6 +90,28 @@ class Store:
         except WRITE_FAILURES as exc:
             self.con.close()
             raise write_failure(path, exc, "preparing the tables") from None
+
+    def after_commit(self) -> None:
+        """After the writer's commit: once the WAL holds ``CHECKPOINT_MB``, checkpoint, then drop the blocks the
+        checkpoint wrote from DuckDB's buffer pool. Rows committed since the last checkpoint are held in memory as
+        well as in the WAL, so the WAL's size bounds them; and DuckDB keeps every block it wrote or read cached up to
+        ``memory_limit``, so over a long run the cache alone grew with the file (a 1,000,000-episode echo file is
+        ~200 MB): RSS climbed from checkpoint to checkpoint while Python's memory stayed flat. The blocks are in the
+        file now, and what the writer reads again (``live_turns``, the last row groups it appends to) is small and
+        read back on demand. Lowering the limit evicts them (nothing else is held right after a checkpoint; a
+        failure to lower it only keeps the cache); the limit is put back at once. A checkpoint that fails (disk
+        full) raises: the writer stops the run, and the WAL keeps what was committed."""
+        try:
+            size = self._wal.stat().st_size
+        except OSError:  # no WAL: nothing committed since the last checkpoint
+            return
+        if size < self._checkpoint_bytes:
+            return
+        self.con.execute("CHECKPOINT")
+        self.checkpoints += 1
+        with contextlib.suppress(duckdb.Error):
+            self.con.execute(f"SET memory_limit = '{_CACHE_AFTER_CHECKPOINT}'")
+        self.con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
 
     def check_run(self, config: dict[str, Any], fingerprint: str, *, new_run: bool) -> None:
         """Refuse a file that holds other configs unless ``new_run`` (before anything of the run starts); the refusal

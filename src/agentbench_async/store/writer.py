@@ -290,6 +290,7 @@ class EpisodeWriter:
         except _DATA_ERRORS:  # a value Arrow took but its column refuses: once more with every value checked
             self._commit(batch, self._storable(batch, live), progress, data_errors=False)
         self._check_file()
+        self.store.after_commit()
         self.episodes_written += len(batch)
         self.rows_written += tables.episodes.num_rows + tables.turns.num_rows + tables.calls.num_rows
         self.write_seconds += time.perf_counter() - start
