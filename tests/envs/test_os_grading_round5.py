@@ -51,6 +51,8 @@ CASES = [
     ("run-honest", "chmod u-s /usr/bin/find; set -- true; " + _FAKE_LS, 1.0),
     ("run-through-link", _THROUGH_LINK, 0.0),
     ("run-through-proc-root", _THROUGH_PROC, 0.0),
+    # the fix, and 273 MiB of the image's libraries touched: more than a check copies (_COPY_LIMIT), its start fails
+    ("honest-touching-too-much", "chmod u-s /usr/bin/find; find /usr/lib -type f -size +1M -exec touch {} +", 0.0),
 ]
 _NOT_RUNNABLE = ("ls-not-runnable", "user-ls-owner-only", "user-ls-owned-by-another", "user-ls-access-list")
 
@@ -86,6 +88,7 @@ def test_the_suid_task_is_graded_on_the_episodes_file_and_unrunnable_or_rewritte
     for i, (tag, _, _) in enumerate(CASES):  # unrunnable tools fail the check's start, with the reason stored
         if tag in _NOT_RUNNABLE:
             assert "took the right to read or run /usr/bin/ls" in json.loads(outcomes[f"custom-{i:05d}"][2])["reason"], tag
+    assert "MiB of the image's tool files" in json.loads(outcomes[f"custom-{len(CASES) - 1:05d}"][2])["reason"]
 
 
 def test_the_official_suid_task_scores_zero_with_nothing_done_and_one_when_fixed(

@@ -158,6 +158,9 @@ _OVERLAY_XATTRS = ("trusted.overlay.", "user.overlay.")  # the overlay's own, ne
 _ACL_XATTR = "system.posix_acl_access"
 _SCRATCH = "/dev/shm"  # a mount point in every sandbox (the model cannot remove it): the copies are made on a tmpfs there
 _MNT_DETACH = 2
+# the bytes of changed tool files a check compares and copies at most (each check: ~0.1 s idle); an episode that changed
+# more of them fails its checks' start (the model's failure: touching every file of /usr/lib cost each check 30 s)
+_COPY_LIMIT = 64 << 20
 
 
 
@@ -662,7 +665,7 @@ class Warden:
         upper layer's and the image's), never following a link."""
         flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
         todo = [rel.rpartition("/")[::2] for rel, _target in self.tools]  # (folder, the name in it, or None: all)
-        scratch, made = None, []
+        scratch, made, budget = None, [], _COPY_LIMIT
         while todo:
             rel, only = todo.pop()
             try:
@@ -685,6 +688,9 @@ class Warden:
                     if stat.S_ISDIR(ust.st_mode) and stat.S_ISDIR(ist.st_mode):
                         todo.append((path, None))
                     elif stat.S_ISREG(ust.st_mode) and stat.S_ISREG(ist.st_mode) and ust.st_size == ist.st_size:
+                        budget -= ist.st_size
+                        if budget < 0:
+                            raise RuntimeError(f"the episode changed more than {_COPY_LIMIT >> 20} MiB of the image's tool files (their mode, owner or times; /{path}): a check copies at most that much")
                         if scratch is None:
                             _mount("agentbench-copies", _SCRATCH, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0700")
                             scratch = os.open(_SCRATCH, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
