@@ -62,9 +62,13 @@ async def main():
         code, probe = await run_script(sandbox, {"language": "python", "code": PROBE}, [], 30, check=True)
         out["probe"] = probe
         await run_script(sandbox, {"language": "bash", "code": "printf '#!/bin/sh\\nexit 0\\n' > /usr/bin/python3.11"}, [], 30)
+        # the metadata of a tool is the task's state (issue 49): find keeps the set-uid bit, xargs had it taken away
+        await run_script(sandbox, {"language": "bash", "code": "chmod u+s /usr/bin/find /usr/bin/xargs && chmod u-s /usr/bin/xargs"}, [], 30)
         task = {"check": [{"language": "python", "code": "import sys\nsys.exit(0 if sys.argv[1] == '42' else 1)"}]}
         out["rigged_wrong"] = (await grade(sandbox, task, "999", 30))[0]
         out["rigged_right"] = (await grade(sandbox, task, "42", 30))[0]
+        suid = "ls -l /usr/bin/{} | awk '{{if ($1~/^-..s/) {{ exit 1; }} else {{ exit 0; }}}}'"
+        out["suid"] = [(await grade(sandbox, {"check": [{"language": "bash", "code": suid.format(t)}]}, "", 30))[0] for t in ("find", "xargs")]
     finally:
         await sandbox.close()
     print(json.dumps(out))
@@ -148,6 +152,7 @@ def test_ordinary_user_with_subordinate_ids(sandboxed: None, os_root: Path) -> N
     assert f"uid_map=0 {uid_base} 65536" in probe  # root inside is the user's subordinate range, not the user
     assert "open_by_handle_at=-1/1" in probe and "core_pattern=WRITTEN" not in probe, probe
     assert out["rigged_wrong"] is False and out["rigged_right"] is True
+    assert out["suid"] == [False, True]  # checks see the episode's find (set-uid) and xargs (not): std-006-new-00003
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="prepares other users' caches: run the suite as root")
@@ -165,3 +170,4 @@ def test_ordinary_user_without_subordinate_ids_refuses_multi_user_tasks_by_name(
     assert all("needs several users" in err and "/etc/subuid" in err for err in refused.values()), refused
     assert f"uid_map=0 {user.pw_uid} 1" in str(out["probe"])
     assert out["rigged_wrong"] is False and out["rigged_right"] is True
+    assert out["suid"] == [False, True]  # checks see the episode's find (set-uid) and xargs (not): std-006-new-00003
