@@ -43,6 +43,8 @@ CASES = [
     ("honest-copy", "cp /usr/bin/find /tmp/f && chmod 0755 /tmp/f && mv /tmp/f /usr/bin/find", 1.0),  # same bytes, no bit
     ("nothing", "true", 0.0),  # round 4: 1.0 (the check saw the image's find)
     ("ls-not-runnable", "chmod a-x /usr/bin/ls", 0.0),  # ls fails, awk reads nothing and exits 0
+    # a link in place of the file: no longer the image's regular file, so the image's ls runs
+    ("ls-linked-to-unrunnable-copy", "cp /usr/bin/ls /tmp/ls && chmod a-x /tmp/ls && ln -sf /tmp/ls /usr/bin/ls", 0.0),
     ("awk-set-id", "chmod ug+s /usr/bin/mawk /usr/bin/ls && python3 -c \"import os; os.setxattr('/usr/bin/mawk', 'user.x', b'1')\"", 0.0),
     ("user-honest", "chmod u-s /usr/bin/find", 1.0),
     ("user-ls-owner-only", "cp -p /usr/bin/ls /tmp/ls && chmod 0700 /tmp/ls && mv /tmp/ls /usr/bin/ls", 0.0),
