@@ -3,6 +3,7 @@ and memory per live episode. The sandbox root is built first if it is not cached
 
     PYTHONPATH=src python bench/env_os.py [--concurrency 1 4 16] [--rounds N] [--official DATA_DIR] [--split dev]
     PYTHONPATH=src python bench/env_os.py --per-task [--official DATA_DIR] [--split test] [--top 20]
+    PYTHONPATH=src python bench/env_os.py --phases N
 
 Prints numbers, asserts nothing. Beside episodes/s it prints the CPU an episode costs the whole process
 tree (engine, warden zygote, wardens, bubblewrap, every process in the sandboxes: this process is their
@@ -12,6 +13,8 @@ move much, and what that allows on this machine's idle cores. ``--official`` run
 ``--per-task`` plays the split's tasks one after another instead and prints the CPU each took (the whole tree, read
 from a cpuacct cgroup of this process's own, v1 or v2: root only): its distribution (minimum, quartiles, mean) and
 the tasks that cost most, which tells the sandbox's own cost (the cheapest tasks) from the tasks' commands.
+``--phases N`` prints the CPU of each piece of the spawn path instead (a sandbox's start and close, the login shell, a
+command, a script, a check), the median of N of each.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import resource
 import sys
 import time
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
@@ -33,7 +37,9 @@ from agentbench_async.envs import make_env  # noqa: E402
 from agentbench_async.envs.base import EpisodeContext  # noqa: E402
 from agentbench_async.envs.os_interaction import control  # noqa: E402
 from agentbench_async.envs.os_interaction.rootfs import ensure_shifted, resolve  # noqa: E402
+from agentbench_async.envs.os_interaction.grading import run_script  # noqa: E402
 from agentbench_async.envs.os_interaction.sandbox import Limits, Sandbox, host_idmap  # noqa: E402
+from agentbench_async.envs.os_interaction.shell import AgentShell  # noqa: E402
 from agentbench_async.testing import play  # noqa: E402
 
 
@@ -211,6 +217,65 @@ async def _per_task(split: str, data_dir: Path | None, top: int) -> None:
         cg.dir.rmdir()
 
 
+async def _phases(n: int) -> None:
+    """The spawn path's pieces, each ``n`` times (medians), CPU of the whole tree from a cpuacct cgroup and of this
+    process alone: a sandbox's start and close, the agent's login shell, a command typed into it, a script (the
+    episode's cgroup) and a check (the checks' cgroup and mount namespace) of ``exit 0``, a python check of ``pass``."""
+    try:
+        cg = _CpuCgroup()
+    except OSError as exc:
+        print(f"--phases needs a cgroup of its own (root, cpuacct or cgroup v2): {exc}")
+        return
+    idmap = host_idmap()
+    root = await ensure_shifted(await resolve(None), idmap.uid_base, idmap.gid_base)
+
+    async def measure(name: str, step: Callable[[], Awaitable[object]]) -> None:
+        await step()  # warm
+        tree, mine = [], []
+        for _ in range(n):
+            c0, m0 = cg.seconds(), _own_cpu()
+            await step()
+            tree.append(cg.seconds() - c0)
+            mine.append(_own_cpu() - m0)
+        print(f"  {name:36s} {sorted(tree)[n // 2] * 1000:6.2f} ms  (this process {sorted(mine)[n // 2] * 1000:5.2f} ms)")
+
+    async def start_close() -> None:
+        sb = Sandbox(Limits(), root, idmap)
+        await sb.start()
+        await sb.close()
+
+    print(f"the spawn path, median of {n} each, CPU of the whole tree:")
+    await measure("sandbox start + close", start_close)
+    sb = Sandbox(Limits(), root, idmap)
+    await sb.start()
+    try:
+
+        async def login() -> None:
+            shell = AgentShell(sb)
+            await shell.start()
+            await shell.close()
+
+        await measure("login shell start + close", login)
+        shell = AgentShell(sb)
+        await shell.start()
+        await measure("a command typed into it (true)", lambda: shell.run("true", 10))
+        await measure("a script (bash: exit 0)", lambda: run_script(sb, {"language": "bash", "code": "exit 0"}, [], 10))
+        await measure("a check (bash: exit 0)", lambda: run_script(sb, {"language": "bash", "code": "exit 0"}, [], 10, check=True))
+        await measure("a check (python: pass)", lambda: run_script(sb, {"language": "python", "code": "pass"}, [], 10, check=True))
+        await shell.close()
+    finally:
+        await sb.close()
+        _reap_all()
+        with contextlib.suppress(OSError):
+            (cg.dir.parent / "cgroup.procs").write_text(str(os.getpid()))
+            cg.dir.rmdir()
+
+
+def _own_cpu() -> float:
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    return me.ru_utime + me.ru_stime
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--concurrency", type=int, nargs="+", default=[1, 4, 16])
@@ -219,7 +284,12 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=None, help="play the split this many times per measurement (default: 8 built-in, 1 official)")
     ap.add_argument("--per-task", action="store_true", help="each task's CPU, the tasks played one after another")
     ap.add_argument("--top", type=int, default=20, help="with --per-task: how many of the costliest tasks to list")
+    ap.add_argument("--phases", type=int, metavar="N", help="the spawn path's pieces instead, N times each (medians)")
     args = ap.parse_args()
+    if args.phases:
+        print(f"cpus: {os.cpu_count()}, load average {os.getloadavg()[0]:.1f} (other processes share the machine)")
+        asyncio.run(_phases(args.phases))
+        return
     if args.per_task:
         print(f"cpus: {os.cpu_count()}, load average {os.getloadavg()[0]:.1f} (other processes share the machine)")
         asyncio.run(_per_task(args.split, args.official, args.top))

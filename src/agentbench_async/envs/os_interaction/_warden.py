@@ -45,6 +45,7 @@ import _socket
 import array
 import ctypes
 import fcntl
+import gc
 import marshal
 import os
 import resource
@@ -146,6 +147,10 @@ MASKED_FILES = ("etc/ld.so.preload", "usr/pyvenv.cfg", "etc/sudo.conf", "etc/git
 MASKED_DIRS = ("usr/local/share/perl", "usr/local/share/perl5")
 TOP_LINKS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
 _DEV_NODES = ("null", "zero", "full", "random", "urandom", "tty")
+# the spawn helper's descriptors (_spawn.c's CTL_BASE): its error pipe, the mount namespace, the seccomp program, a
+# terminal's master, then the cgroups; ours are copied from _SPAWN_HIGH up first (see Warden._posix_spawn)
+SPAWN_CTL = 100
+_SPAWN_HIGH = 200
 # A file of a tool path that the episode changed (its overlay's upper layer holds it) is the episode's in a check where
 # its bytes are the image's: its mode, owner, times and extended attributes are the task's state (std-006-new-00003:
 # remove the setuid bit the init set on /usr/bin/find), and the same bytes run the same program (checks run with
@@ -161,7 +166,6 @@ _MNT_DETACH = 2
 # the bytes of changed tool files a check compares and copies at most (each check: ~0.1 s idle); an episode that changed
 # more of them fails its checks' start (the model's failure: touching every file of /usr/lib cost each check 30 s)
 _COPY_LIMIT = 64 << 20
-
 
 
 def _ok(result, what):
@@ -282,6 +286,8 @@ class Warden:
         self.keeper = 0
         self.bwrap_pid = 0
         self.ns = {}
+        self.helper = -1  # the spawn helper (_spawn.c), opened in build(); -1: processes start by a Python fork
+        self.seccomp_fd = -1  # the seccomp program, for the helper to read
 
     # -- 1-2: the sandbox ------------------------------------------------------------------------------
     def build(self):
@@ -296,6 +302,15 @@ class Warden:
             for mode, key in (("agent", "cgroup_procs"), ("check", "check_procs"))
         }
         _raise_nofile(cfg["nofile"])  # while still the engine's user: a namespace's root cannot raise it
+        if cfg.get("spawn_helper"):  # opened while still the engine's user (its cache folder may be the user's alone)
+            opened = os.open(cfg["spawn_helper"], os.O_PATH | os.O_CLOEXEC)
+            # run as /proc/self/fd/N: N above every number a spawn places a descriptor at (none overwrites it first)
+            self.helper = fcntl.fcntl(opened, fcntl.F_DUPFD_CLOEXEC, _SPAWN_HIGH)
+            os.close(opened)
+            if not stat.S_ISREG(os.fstat(self.helper).st_mode):
+                raise RuntimeError(f"the spawn helper {cfg['spawn_helper']} is not a file")
+            self.seccomp_fd = os.memfd_create("agentbench-seccomp", os.MFD_CLOEXEC)
+            os.write(self.seccomp_fd, self.program)
         # the cached image as the working folder, while still the engine's user on the host (its permissions
         # reach the image): the new mount namespace's copy of it is this namespace's working folder then
         os.chdir(cfg["lower"])
@@ -381,13 +396,25 @@ class Warden:
         ]  # fmt: skip
         for cap in cfg["caps"]:
             argv += ["--cap-add", "CAP_" + cap]
+        passed = {"seccomp": seccomp_r, "info": info_w, "ready": ready_w, "hold": hold_r}
+        # the helper places them at 3, 4, 5, 6 (a fork keeps their numbers)
+        num = {name: (3 + i if self.helper >= 0 else fd) for i, (name, fd) in enumerate(passed.items())}
         argv += [
-            "--seccomp", str(seccomp_r), "--info-fd", str(info_w), "--as-pid-1", "--",
+            "--seccomp", str(num["seccomp"]), "--info-fd", str(num["info"]), "--as-pid-1", "--",
             "/bin/bash", "-c",
             'printf R >&"$1"; eval "exec $1>&-"; trap "" HUP INT TERM QUIT USR1 USR2; while read -r -u "$2" _; do :; done',
-            "keeper", str(ready_w), str(hold_r),
+            "keeper", str(num["ready"]), str(num["hold"]),
         ]  # fmt: skip
-        pid = os.fork()
+        if self.helper >= 0:
+            null_r, null_w = os.pipe()
+            os.close(null_w)
+            places = [(null_r, 0), (err_w, 1), (err_w, 2), *((fd, num[name]) for name, fd in passed.items()), (err_w, SPAWN_CTL)]
+            try:
+                pid = self._posix_spawn([f"cg={len(self.cgroups['agent'])}", "keep=7"], argv, {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}, places, "agent")
+            finally:
+                os.close(null_r)
+        else:
+            pid = os.fork()
         if pid == 0:
             try:
                 self._join("agent")
@@ -463,10 +490,17 @@ class Warden:
             fcntl.ioctl(master, TIOCSPTLCK, struct.pack("i", 0))
             fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
         err_r, err_w = os.pipe()  # the child's last words if it cannot exec
-        if req.get("mode") == "check":
-            self._read_image_commands()
-        pid = os.fork()
-        if pid == 0:
+        failed = ""
+        if self.helper >= 0:
+            try:
+                pid = self._spawn_native(req, fds, master, err_w)
+            except Exception as exc:  # noqa: BLE001 - the check's namespace or the helper's start failed: nothing runs
+                pid, failed = 0, f"{type(exc).__name__}: {exc}"[:2000]
+        else:  # no helper: a Python fork
+            if req.get("mode") == "check":
+                self._read_image_commands()
+            pid = os.fork()
+        if pid == 0 and not failed:
             os.close(err_r)
             try:
                 self._child(req, fds, master)
@@ -487,15 +521,98 @@ class Warden:
                 break
             why += chunk
         os.close(err_r)
-        self.children[pid] = req["id"]
+        if pid:
+            self.children[pid] = req["id"]
         reply = {"spawned": req["id"], "pid": pid}
-        if why:
-            reply["error"] = why.decode(errors="replace")
+        if why or failed:
+            reply["error"] = failed or why.decode(errors="replace")
         if master >= 0:
             _send(self.sock, reply, [master])
             os.close(master)
         else:
             _send(self.sock, reply)
+        if not pid:  # no process to reap: its end said now
+            _send(self.sock, {"exited": req["id"], "pid": 0, "status": 127})
+
+    def _spawn_native(self, req, fds, master, err_w):
+        """A process of the sandbox started by the spawn helper (``_spawn.c``: what :meth:`_child` does, in C, after a
+        vfork instead of a fork of this process); its host pid."""
+        tty = master >= 0
+        mode = "check" if req.get("mode") == "check" else "agent"
+        stdio, extra = ([], []) if tty else (list(fds[:3]), list(fds[3:]))
+        mnt = self._check_namespace() if mode == "check" else self.mnt_fd
+        try:
+            places = [(fd, i) for i, fd in enumerate(stdio)] + [(fd, 3 + i) for i, fd in enumerate(extra)]
+            places += [(err_w, SPAWN_CTL), (mnt, SPAWN_CTL + 1), (self.seccomp_fd, SPAWN_CTL + 2)]
+            if tty:
+                places.append((master, SPAWN_CTL + 3))
+            mask = 0
+            for cap in self.keep_caps:
+                mask |= 1 << cap
+            options = [f"cg={len(self.cgroups[mode])}", "tty" if tty else "pgrp", "mnt", f"cwd={req.get('cwd') or '/'}", f"keep={3 + len(extra)}"]
+            options += [f"rlimit={getattr(resource, name)}:{value}" for name, value in req.get("rlimits", {}).items()]
+            options += [f"caps={mask}:{self.last_cap}", f"seccomp={len(self.program)}"]
+            return self._posix_spawn(options, req["argv"], req["env"], places, mode)
+        finally:
+            if mnt != self.mnt_fd:  # the check's: its process holds it now
+                os.close(mnt)
+
+    def _check_namespace(self):
+        """A handle of the mount namespace a check runs in (:meth:`_mount_tools`), built by this process itself rather
+        than by a forked child: it enters the sandbox's, builds the check's copy of it there and comes back. While it
+        builds, the copy's /proc is this process's own (the host's), so that the ``/proc/self/fd/N`` paths the overlays
+        are given name this process's descriptors; it is unmounted before anything runs there, and that the check's
+        /proc is then the sandbox's (which cannot name this process) is checked. Whatever fails fails the check's start."""
+        self._read_image_commands()
+        before = _live_fds()
+        ns = -1
+        try:
+            outer = os.open("/proc/self/ns/mnt", os.O_RDONLY | os.O_CLOEXEC)
+            trees = [(_open_tree(self.lower, src, OPEN_TREE_CLONE | os.O_CLOEXEC), target) for src, target in self.tools]
+            proc = _open_tree(AT_FDCWD, "/proc", OPEN_TREE_CLONE | os.O_CLOEXEC)
+            _setns(self.mnt_fd, CLONE_NEWNS)
+            try:
+                _unshare(CLONE_NEWNS)
+                _mount(None, "/", None, MS_REC | MS_PRIVATE, None)
+                _move_mount(proc, "/proc")
+                self._mount_tools(trees)  # in a namespace of its own again: the check's
+                ns = os.open("/proc/self/ns/mnt", os.O_RDONLY | os.O_CLOEXEC)
+                _ok(_libc.umount2(b"/proc", _MNT_DETACH), "umount /proc")
+                try:
+                    os.readlink("/proc/self")
+                except OSError:
+                    pass  # the sandbox's /proc
+                else:
+                    raise RuntimeError("the check's /proc is not the sandbox's")
+            finally:
+                _setns(outer, CLONE_NEWNS)
+        except BaseException:
+            if ns >= 0:
+                os.close(ns)
+                ns = -1
+            raise
+        finally:
+            for fd in _live_fds() - before - {ns}:  # the trees, overlays' layers, ...: mounted or no longer needed
+                os.close(fd)
+        return ns
+
+    def _posix_spawn(self, options, argv, env, places, mode):
+        """Start the spawn helper with ``options`` for ``argv``, the descriptors ``places`` ((ours, its number)) and the
+        cgroups of ``mode`` in place, every signal at its default. Each of ours is first copied above every number the
+        helper's are placed at, so that placing one never overwrites another still to be placed."""
+        places = [*places, *((fd, SPAWN_CTL + 4 + i) for i, fd in enumerate(self.cgroups[mode]))]
+        high = []
+        try:
+            for fd, _target in places:
+                high.append(fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, _SPAWN_HIGH))
+            actions = [(os.POSIX_SPAWN_DUP2, dup, target) for dup, (_fd, target) in zip(high, places)]
+            return os.posix_spawn(
+                f"/proc/self/fd/{self.helper}", ["agentbench-spawn", *options, "--", *argv], env,
+                file_actions=actions, setsigdef=signal.valid_signals(), setsigmask=(),
+            )  # fmt: skip
+        finally:
+            for fd in high:
+                os.close(fd)
 
     def _join(self, mode):
         """In a child, before anything else: into the episode's cgroups (``agent``) or the checks' (``check``)."""
@@ -922,6 +1039,18 @@ def _open_fds():
     return [int(name) for name in os.listdir("/proc/self/fd") if name.isdigit()]
 
 
+def _live_fds():
+    """This process's open descriptors (not the one that listed them)."""
+    live = set()
+    for fd in _open_fds():
+        try:
+            fcntl.fcntl(fd, fcntl.F_GETFD)
+        except OSError:
+            continue
+        live.add(fd)
+    return live
+
+
 def _child_pid(info):
     """The keeper's pid from bubblewrap's --info-fd JSON (``{"child-pid": N, ...}``), else None."""
     key = b'"child-pid":'
@@ -975,6 +1104,11 @@ def zygote(sock):
     """Forks a warden per request (a SOCK_SEQPACKET end and a stderr fd arrive with it): Python's start-up and
     imports happen once per engine, not once per episode. Exits with the engine (PDEATHSIG) or its socket."""
     _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    # no cycle collection here or in the wardens (they make no garbage cycles that matter and live for one episode):
+    # a collection writes to every object's header, so each forked warden would copy all the pages it shares with
+    # this process (a third of a warden's CPU was such copy-on-write faults)
+    gc.disable()
+    gc.freeze()
     # a warden killed while processes it started in the sandbox still run (the agent's shell, a check) leaves
     # them to be reaped here, not by the host's init (which may never reap them): the sandbox's pid 1 waits
     # for every process of its namespace to be reaped before it can end

@@ -40,6 +40,7 @@ from .idmap import ID_COUNT, OWNER_BASE, OWNER_COUNT, ROOT_ID_BASE, IdMap, host_
 from .limits import Limits
 from .process import kill_process_group, off_loop
 from .seccomp import filter_program
+from .spawn_helper import spawn_helper
 
 __all__ = ["CAPS", "ROOT_ID_BASE", "IdMap", "Limits", "Sandbox", "SandboxProcess", "check_available", "host_idmap"]
 
@@ -196,6 +197,7 @@ class Sandbox:
         self._keep: set[int] = set()
         self._scan_hits = 0  # pid-limit hits found by scanning (no pids cgroup)
         self._frozen = False  # the episode's cgroup frozen for its checks (stop_model) and not thawed since
+        self._helper: str | None = None  # the spawn helper the warden starts processes with (see .spawn_helper)
         self._next_id = 0
 
     def _pids(self) -> list[int]:
@@ -217,7 +219,7 @@ class Sandbox:
                 "seccomp": filter_program().hex(),
                 "caps": list(CAPS), "hostname": HOSTNAME, "path": SANDBOX_PATH, "bwrap": _host_tool("bwrap"),
                 "setgroups": self.idmap.setgroups, "nofile": self.limits.nofile, "idmap": self.idmap.config(),
-                "owners": (OWNER_BASE, OWNER_COUNT) if os.geteuid() == 0 else None,
+                "owners": (OWNER_BASE, OWNER_COUNT) if os.geteuid() == 0 else None, "spawn_helper": self._helper,
             }  # fmt: skip
             ready = channel.expect("ready")
             await channel.send(config)
@@ -248,6 +250,7 @@ class Sandbox:
     def _prepare(self) -> None:
         """The host-side state: a private folder (mount point of the tmpfs), the cgroup, a stderr file."""
         _sweep_stale()
+        self._helper = spawn_helper()  # built the first time (once a machine)
         self._state_dir = tempfile.mkdtemp(prefix=self.name + "-")
         os.chmod(self._state_dir, 0o700)
         self._cgroups = _Cgroups(self.name, self.limits)
