@@ -45,6 +45,7 @@ _FORMAT = 1
 _FANOUT = 8  # parts merged at once
 _MAX_LEVEL = 3  # a level-3 part holds 8**3 flushes (~8.5 minutes of a run)
 _GRACE_S = 60.0  # merged-away parts stay this long for readers that listed them
+_MERGED_GROUP_BYTES = 8 * 2**20  # a merge holds about this much of a table's rows before writing them (a row group)
 MANIFEST = "manifest.json"
 
 
@@ -247,11 +248,15 @@ class LivePublisher:
         self._write_manifest(progress)
         self._collect()
 
-    def _write_part(self, rows: dict[str, pa.Table], level: int) -> _Part:
+    def _new_folder(self) -> tuple[str, Path]:
         name = f"part-{self._next:06d}"
         self._next += 1
         folder = self.root / name
         folder.mkdir()
+        return name, folder
+
+    def _write_part(self, rows: dict[str, pa.Table], level: int) -> _Part:
+        name, folder = self._new_folder()
         # A flush's own part lives until it is merged (eight flushes): snappy, whose writer sets up no compression context
         # per column (zstd's took ~45% of a part's CPU: 1.4 -> 0.8 ms for 16 columns of 300 rows); merged parts, which
         # stay, keep zstd's smaller files.
@@ -268,24 +273,81 @@ class LivePublisher:
             tail = [p for p in self._parts[-_FANOUT:] if p.level == level]
             if level >= _MAX_LEVEL or len(tail) < _FANOUT:
                 return
-            merged: dict[str, pa.Table] = {}
-            read = {(i, t): p.rows[t] if p.rows is not None else pq.read_table(self.root / p.name / f"{t}.parquet")
-                    for i, p in enumerate(tail) for t in p.tables}  # fmt: skip
-            later = _replaced_later([read.get((i, "deletions")) for i in range(len(tail))])
+            # deletions are episode ids (small): read whole; the rows are streamed, one batch of one part at a time
+            deletions = [self._read(p, "deletions") for p in tail]
+            later = _replaced_later(deletions)
+            known = [d for d in deletions if d is not None]
+            dels = pa.concat_tables(known) if known else None
+            # the live turns of episodes that finished within these parts are hidden anyway: dropped
+            finished = pc.filter(dels["episode_id"], pc.equal(dels["kind"], "finish")) if dels is not None else pa.array([], pa.string())
+            name, folder = self._new_folder()
+            tables = []
             for table in (*LIVE_TABLES, "deletions"):
-                pieces = [_without(read[(i, table)], later[i]) if table in _ATTEMPT_ROWS else read[(i, table)]
-                          for i in range(len(tail)) if (i, table) in read]  # fmt: skip
-                if pieces:
-                    merged[table] = pa.concat_tables(pieces)
-            if "live_turns" in merged and "deletions" in merged:
-                # the live turns of episodes that finished within these parts are hidden anyway: drop them
-                dels = merged["deletions"]
-                finished = pc.filter(dels["episode_id"], pc.equal(dels["kind"], "finish"))
-                live = merged["live_turns"]
-                merged["live_turns"] = live.filter(pc.invert(pc.is_in(live["episode_id"], value_set=finished)))
-            part = self._write_part({t: d for t, d in merged.items() if d.num_rows or t == "deletions"}, level=level + 1)
-            self._parts[-_FANOUT:] = [part]
+                if table == "deletions":
+                    batches: Iterable[pa.Table] = [dels] if dels is not None else []
+                else:
+                    batches = (self._drop(table, rows, later[i], finished) for i, p in enumerate(tail) for rows in self._batches(p, table))
+                if self._write_merged(folder / f"{table}.parquet", batches, keep_empty=table == "deletions"):
+                    tables.append(table)
+            self._parts[-_FANOUT:] = [_Part(name=name, level=level + 1, tables=sorted(tables))]
             self._retired += [(time.monotonic() + _GRACE_S, self.root / p.name) for p in tail]
+            # Arrow's allocator (mimalloc) keeps what it freed for reuse: after a merge, which read and wrote far more than a
+            # flush does, that was tens of MB of RSS kept for the rest of the run (~1.6 ms; in this thread, which allocated it)
+            pa.default_memory_pool().release_unused()
+
+    def _read(self, part: _Part, table: str) -> pa.Table | None:
+        if table not in part.tables:
+            return None
+        return part.rows[table] if part.rows is not None else pq.read_table(self.root / part.name / f"{table}.parquet")
+
+    def _batches(self, part: _Part, table: str) -> Iterable[pa.Table]:
+        """``table``'s rows in ``part``, a row group at a time: a merge holds one of them, not every part's rows (a level-3
+        merge reads 512 flushes: read whole, the rows of minutes of a run were in memory at once)."""
+        if table not in part.tables:
+            return
+        if part.rows is not None:
+            yield part.rows[table]
+            return
+        source = pq.ParquetFile(self.root / part.name / f"{table}.parquet")
+        for group in range(source.num_row_groups):
+            yield source.read_row_group(group)
+
+    @staticmethod
+    def _drop(table: str, rows: pa.Table, replaced_later: set[str], finished: pa.Array) -> pa.Table:
+        if table in _ATTEMPT_ROWS:
+            return _without(rows, replaced_later)
+        if table == "live_turns" and len(finished):
+            return rows.filter(pc.invert(pc.is_in(rows["episode_id"], value_set=finished)))
+        return rows
+
+    def _write_merged(self, path: Path, pieces: Iterable[pa.Table], *, keep_empty: bool) -> bool:
+        """Write ``pieces`` (one schema) to one zstd Parquet file, a row group per ``_MERGED_GROUP_BYTES`` or so, holding
+        no more than that at once; False (no file) when they hold no rows and not ``keep_empty``."""
+        writer: pq.ParquetWriter | None = None
+        held: list[pa.Table] = []
+        size = 0
+        try:
+            for piece in pieces:
+                if writer is None:
+                    writer = pq.ParquetWriter(path, piece.schema, compression="zstd")
+                if piece.num_rows:
+                    held.append(piece)
+                    size += piece.nbytes
+                if size >= _MERGED_GROUP_BYTES:
+                    writer.write_table(pa.concat_tables(held))
+                    held, size = [], 0
+            if writer is not None and held:
+                writer.write_table(pa.concat_tables(held))
+        finally:
+            if writer is not None:
+                writer.close()
+        if writer is None:
+            return False
+        if not keep_empty and pq.ParquetFile(path).metadata.num_rows == 0:
+            path.unlink()
+            return False
+        self.bytes_written += path.stat().st_size
+        return True
 
     def _collect(self) -> None:
         now = time.monotonic()
