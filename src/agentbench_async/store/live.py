@@ -298,7 +298,7 @@ class LivePublisher:
     def _read(self, part: _Part, table: str) -> pa.Table | None:
         if table not in part.tables:
             return None
-        return part.rows[table] if part.rows is not None else pq.read_table(self.root / part.name / f"{table}.parquet")
+        return part.rows[table] if part.rows is not None else pq.read_table(self.root / part.name / f"{table}.parquet", use_threads=False)
 
     def _batches(self, part: _Part, table: str) -> Iterable[pa.Table]:
         """``table``'s rows in ``part``, a row group at a time: a merge holds one of them, not every part's rows (a level-3
@@ -309,8 +309,8 @@ class LivePublisher:
             yield part.rows[table]
             return
         source = pq.ParquetFile(self.root / part.name / f"{table}.parquet")
-        for group in range(source.num_row_groups):
-            yield source.read_row_group(group)
+        for group in range(source.num_row_groups):  # in this thread: its allocator's pages are given back after the merge
+            yield source.read_row_group(group, use_threads=False)
 
     @staticmethod
     def _drop(table: str, rows: pa.Table, replaced_later: set[str], finished: pa.Array) -> pa.Table:
