@@ -113,11 +113,15 @@ async def test_oracle_official_dev_and_std_sample(sandboxed: None, official_data
 @pytest.mark.slow
 async def test_oracle_official_dev_and_std_full(sandboxed: None, official_data_dir: Path) -> None:
     """Every official os task (26 dev, 144 std) under the oracle: all pass but the named ones above, and no
-    init fails (no env_error) except Q09's where this machine's open-files hard limit is below 123322."""
+    init fails (no env_error) except Q09's where this machine's open-files hard limit is below 123322. The 46 that
+    test_oracle_official_dev_and_std_sample plays (every dev task and STD_SAMPLE, none of them named above but one
+    UPSTREAM_UNPASSABLE) are held there to the stricter rule, so they are not played twice in one run of the suite."""
     env = make_env("os", data_dir=official_data_dir)
     tasks = list(env.tasks("dev")) + list(env.tasks("test"))
     assert len(tasks) == 26 + 144
-    results = await _oracle_all(env, tasks)
+    sampled = {t.task_id for t in env.tasks("dev")} | set(STD_SAMPLE)
+    results = await _oracle_all(env, [t for t in tasks if t.task_id not in sampled])
+    assert len(results) == 170 - 26 - len(STD_SAMPLE)
     failures = _failures(results)
     assert set(failures) <= NEEDS_NOFILE | HOST_MEMORY | PROC_COUNT | UPSTREAM_UNPASSABLE, failures
     assert {tid for tid, o in results.items() if o.status == "env_error"} <= NEEDS_NOFILE, failures  # type: ignore[attr-defined]
