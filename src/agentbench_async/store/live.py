@@ -9,12 +9,16 @@ processes read that instead of the locked file:
   (new episodes with their turns and calls, new ``live_turns``), and ``part-N/deletions.parquet``: the
   rows that flush deleted, by kind (``replace``: an earlier attempt of a re-run episode; ``finish``: the live
   turns of an episode that finished; ``restart``: the live turns an earlier, killed run left for an episode
-  that runs again);
+  that runs again), and for a ``finish`` the flush that first published the episode's live turns (``since``);
 - ``manifest.json``: the published parts and the run's progress, replaced atomically every ~1 s. A part is
   listed only once all its files are written, so a reader never sees half an episode.
 
 Small parts are merged (8 into 1, up to a level) so a long run keeps few files; merged-away parts are
-deleted a minute later, so a reader that listed them has time to finish. The writer does all of this in
+deleted a minute later, so a reader that listed them has time to finish. A merge streams its parts, a row group
+at a time, and keeps of them only what a reader still needs: the live turns of episodes still running, and the
+``finish`` deletions of episodes whose live turns began before the merged flushes (or may come again): its memory
+and time are those of the rows it writes, and its ``deletions`` and ``live_turns`` hold about what is in flight,
+however many flushes it merges. The writer does all of this in
 its own thread, after its DuckDB transaction; readers never touch the DuckDB file or lock anything, so they
 cannot block, slow or corrupt the writer. When the run ends the store removes ``FILE.live/`` after closing
 the file; after a ``kill -9`` it stays behind (the manifest names a dead process) and the next run replaces it.
@@ -37,10 +41,14 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..processes import pid_alive
+from ..statuses import RETRY_ON_RESUME
 
 LIVE_TABLES: tuple[str, ...] = ("runs", "episodes", "turns", "model_calls", "live_turns")
 DELETION_KINDS = ("replace", "finish", "restart")
-_DELETIONS_SCHEMA = pa.schema([("kind", pa.string()), ("episode_id", pa.string()), ("fingerprint", pa.string())])
+# since: for a finish, the flush of this run (0, 1, ... counting the flushes' own parts) that first published the episode's
+# live turns; -1 (and for the other kinds): every merge keeps it (this run published none, or more may come: a retry)
+_DELETIONS_SCHEMA = pa.schema([("kind", pa.string()), ("episode_id", pa.string()), ("fingerprint", pa.string()), ("since", pa.int32())])
+_KEEP = -1
 _FORMAT = 1
 _FANOUT = 8  # parts merged at once
 _MAX_LEVEL = 3  # a level-3 part holds 8**3 flushes (~8.5 minutes of a run)
@@ -189,6 +197,7 @@ class _Part:
     name: str
     level: int
     tables: list[str]
+    first: int  # the first of the flushes it holds (0, 1, ... counting the flushes' own parts)
     # a flush's own part keeps its tables until it is merged: the merge does not read back what was just written
     rows: dict[str, pa.Table] | None = field(default=None, repr=False)
 
@@ -205,6 +214,9 @@ class LivePublisher:
         self.schemas: dict[str, pa.Schema] = {}
         self._parts: list[_Part] = []
         self._next = 0
+        self._flushes = 0  # the flushes published as parts of their own
+        # episodes with live turns published and no finish since -> the flush that published their first (what is in flight)
+        self._live_since: dict[str, int] = {}
         self._retired: list[tuple[float, Path]] = []
         self._started = time.time()
         self.bytes_written = 0
@@ -236,13 +248,31 @@ class LivePublisher:
             if dels:
                 kinds, ids = zip(*dels)
                 rows["deletions"] = pa.Table.from_arrays(
-                    [pa.array(kinds, pa.string()), pa.array(ids, pa.string()), pa.array([self.fingerprint] * len(ids), pa.string())],
+                    [pa.array(kinds, pa.string()), pa.array(ids, pa.string()), pa.array([self.fingerprint] * len(ids), pa.string()),
+                     pa.array(self._since(dels, rows.get("episodes")), pa.int32())],
                     schema=_DELETIONS_SCHEMA,
                 )  # fmt: skip
+            if "live_turns" in rows:
+                for episode in pc.unique(rows["live_turns"]["episode_id"]).to_pylist():
+                    self._live_since.setdefault(episode, self._flushes)
             self._parts.append(self._write_part(rows, level=0))
+            self._flushes += 1
             self._merge()
         self._write_manifest(progress)
         self._collect()
+
+    def _since(self, dels: list[tuple[str, str]], episodes: pa.Table | None) -> list[int]:
+        """Each deletion's ``since``; a finish ends the episode's run of live turns (it leaves ``_live_since``). An earlier
+        run's live turns of the episode (in the base) are hidden by the ``restart`` deletion this run published when the
+        episode ran again (kept by every merge), or by this finish, -1 when this run published none of its own."""
+        again: set[str] = set()  # finished with a status a retry runs again: its live turns may come again
+        if episodes is not None:
+            again = set(pc.filter(episodes["episode_id"], pc.is_in(episodes["status"], pa.array(sorted(RETRY_ON_RESUME)))).to_pylist())
+        out = []
+        for kind, episode in dels:
+            since = self._live_since.pop(episode, _KEEP) if kind == "finish" else _KEEP
+            out.append(_KEEP if episode in again else since)
+        return out
 
     def heartbeat(self, progress: dict[str, Any] | None) -> None:
         self._write_manifest(progress)
@@ -264,41 +294,43 @@ class LivePublisher:
         for table, data in rows.items():
             pq.write_table(data, folder / f"{table}.parquet", compression=compression)
             self.bytes_written += (folder / f"{table}.parquet").stat().st_size
-        return _Part(name=name, level=level, tables=sorted(rows), rows=rows if level == 0 else None)
+        return _Part(name=name, level=level, tables=sorted(rows), first=self._flushes, rows=rows if level == 0 else None)
 
     def _merge(self) -> None:
-        """Merge the trailing parts of one level, 8 at a time, up to ``_MAX_LEVEL``."""
+        """Merge the trailing parts of one level, 8 at a time, up to ``_MAX_LEVEL``.
+
+        Every table is streamed, one row group of one part at a time, and what is kept of each row is decided from sets the
+        size of what is in flight, never from the merged flushes' rows: a merge's memory and time are those of what it
+        writes. A ``finish`` deletion hides an episode's live turns wherever they are; within the merged part they are
+        dropped (the episode is not running any more), so it is kept only when some may be outside: published before the
+        merged flushes (``since`` earlier than the first), an earlier run's or to come (a retry; ``since`` -1), or the
+        episode is running again now. The views read the same rows before and after (tests/engine/test_live_merges.py)."""
         while True:
             level = self._parts[-1].level
             tail = [p for p in self._parts[-_FANOUT:] if p.level == level]
             if level >= _MAX_LEVEL or len(tail) < _FANOUT:
                 return
-            # deletions are episode ids (small): read whole; the rows are streamed, one batch of one part at a time
-            deletions = [self._read(p, "deletions") for p in tail]
-            later = _replaced_later(deletions)
-            known = [d for d in deletions if d is not None]
-            dels = pa.concat_tables(known) if known else None
-            # the live turns of episodes that finished within these parts are hidden anyway: dropped
-            finished = pc.filter(dels["episode_id"], pc.equal(dels["kind"], "finish")) if dels is not None else pa.array([], pa.string())
+            later = _replaced_later([self._replaced(p) for p in tail])
+            running = pa.array(sorted(self._live_since), pa.string())  # episodes with live turns and no finish since
+            first = tail[0].first
             name, folder = self._new_folder()
             tables = []
             for table in (*LIVE_TABLES, "deletions"):
-                if table == "deletions":
-                    batches: Iterable[pa.Table] = [dels] if dels is not None else []
-                else:
-                    batches = (self._drop(table, rows, later[i], finished) for i, p in enumerate(tail) for rows in self._batches(p, table))
+                batches = (self._drop(table, rows, later[i], running, first) for i, p in enumerate(tail) for rows in self._batches(p, table))
                 if self._write_merged(folder / f"{table}.parquet", batches, keep_empty=table == "deletions"):
                     tables.append(table)
-            self._parts[-_FANOUT:] = [_Part(name=name, level=level + 1, tables=sorted(tables))]
+            self._parts[-_FANOUT:] = [_Part(name=name, level=level + 1, tables=sorted(tables), first=first)]
             self._retired += [(time.monotonic() + _GRACE_S, self.root / p.name) for p in tail]
             # Arrow's allocator (mimalloc) keeps what it freed for reuse: after a merge, which read and wrote far more than a
             # flush does, that was tens of MB of RSS kept for the rest of the run (~1.6 ms; in this thread, which allocated it)
             pa.default_memory_pool().release_unused()
 
-    def _read(self, part: _Part, table: str) -> pa.Table | None:
-        if table not in part.tables:
-            return None
-        return part.rows[table] if part.rows is not None else pq.read_table(self.root / part.name / f"{table}.parquet", use_threads=False)
+    def _replaced(self, part: _Part) -> set[str]:
+        """The episodes whose earlier attempt ``part`` replaced (a retry: few), its deletions streamed."""
+        out: set[str] = set()
+        for dels in self._batches(part, "deletions"):
+            out.update(pc.filter(dels["episode_id"], pc.equal(dels["kind"], "replace")).to_pylist())
+        return out
 
     def _batches(self, part: _Part, table: str) -> Iterable[pa.Table]:
         """``table``'s rows in ``part``, a row group at a time: a merge holds one of them, not every part's rows (a level-3
@@ -313,11 +345,15 @@ class LivePublisher:
             yield source.read_row_group(group, use_threads=False)
 
     @staticmethod
-    def _drop(table: str, rows: pa.Table, replaced_later: set[str], finished: pa.Array) -> pa.Table:
+    def _drop(table: str, rows: pa.Table, replaced_later: pa.Array, running: pa.Array, first: int) -> pa.Table:
+        """What a merge of flushes ``first``... keeps of ``rows`` of ``table`` (see ``_merge``)."""
         if table in _ATTEMPT_ROWS:
-            return _without(rows, replaced_later)
-        if table == "live_turns" and len(finished):
-            return rows.filter(pc.invert(pc.is_in(rows["episode_id"], value_set=finished)))
+            return rows.filter(pc.invert(pc.is_in(rows["episode_id"], value_set=replaced_later))) if len(replaced_later) else rows
+        if table == "live_turns":
+            return rows.filter(pc.is_in(rows["episode_id"], value_set=running))
+        if table == "deletions":
+            return rows.filter(pc.or_(pc.or_(pc.not_equal(rows["kind"], "finish"), pc.less(rows["since"], first)),
+                                      pc.is_in(rows["episode_id"], value_set=running)))  # fmt: skip
         return rows
 
     def _write_merged(self, path: Path, pieces: Iterable[pa.Table], *, keep_empty: bool) -> bool:
@@ -374,21 +410,16 @@ class LivePublisher:
 _ATTEMPT_ROWS = ("episodes", "turns", "model_calls")
 
 
-def _replaced_later(deletions: list[pa.Table | None]) -> list[set[str]]:
-    """For each of a run of parts (their deletions, in order), the episodes a later part of the run replaced: a retry within
-    the run. Merged into one part, the views could no longer tell those rows came before the deletion: they are dropped."""
-    out: list[set[str]] = [set() for _ in deletions]
+def _replaced_later(replaced: list[set[str]]) -> list[pa.Array]:
+    """For each of a run of parts (the episodes each replaced, in order), the episodes a later part of the run replaced: a
+    retry within the run. Merged into one part, the views could no longer tell those rows came before the deletion: they
+    are dropped."""
+    out: list[pa.Array] = []
     seen: set[str] = set()
-    for i in range(len(deletions) - 1, -1, -1):
-        out[i] = set(seen)
-        dels = deletions[i]
-        if dels is not None and dels.num_rows:
-            seen |= set(pc.filter(dels["episode_id"], pc.equal(dels["kind"], "replace")).to_pylist())
-    return out
-
-
-def _without(rows: pa.Table, episodes: set[str]) -> pa.Table:
-    return rows.filter(pc.invert(pc.is_in(rows["episode_id"], value_set=pa.array(sorted(episodes), pa.string())))) if episodes else rows
+    for episodes in reversed(replaced):
+        out.append(pa.array(sorted(seen), pa.string()))
+        seen |= episodes
+    return out[::-1]
 
 
 def remove_live_dir(path: Path) -> None:
