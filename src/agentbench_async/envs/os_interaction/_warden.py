@@ -8,8 +8,9 @@ Lifecycle:
 1. ``config`` from the engine: the lower layer, the state folder, sizes, cgroup files, the seccomp program,
    the id map. As the engine's user (root, or the user running the engine) the warden opens the
    ``cgroup.procs`` files of the episode's cgroups and of its checks' (it stays in the engine's own: neither
-   budget is its), forks a mapper that stays behind, ``unshare``\\s a user and a mount namespace and opens the
-   cached image (``O_PATH``); the mapper writes the id maps (root: directly; otherwise ``newuidmap``).
+   budget is its), ``unshare``\\s a user and a mount namespace and opens the cached image (``O_PATH``); the id maps
+   are written from the host's namespace: by the engine, asked with ``map`` (root's range, or an ordinary user's
+   single id), or through ``newuidmap`` by a mapper forked before (an ordinary user's subordinate range).
 2. Root of the new user namespace (an unprivileged id range on the host), the warden mounts the episode's
    tmpfs and overlay in its private mount namespace and starts bubblewrap, whose pid 1 (the keeper) runs
    in new pid/net/ipc/uts/cgroup namespaces with the seccomp filter and a reduced capability set. The warden
@@ -314,10 +315,12 @@ class Warden:
         # the cached image as the working folder, while still the engine's user on the host (its permissions
         # reach the image): the new mount namespace's copy of it is this namespace's working folder then
         os.chdir(cfg["lower"])
-        mapper, go = _start_mapper(cfg["idmap"])  # stays in the host's namespace to write our id maps
+        # newuidmap's range: a mapper forked now stays in the host's namespace to write our id maps; else the engine
+        # writes them (no process: a fork of this one cost ~1 ms of CPU a sandbox, the page tables and the faults after)
+        mapper, go = _start_mapper(cfg["idmap"]) if cfg["idmap"]["helper"] else (0, -1)
         if cfg.get("owners"):
             # root: the namespace is owned by a host id of this episode's own (idmap.OWNER_BASE + this pid), so the
-            # kernel's per-user quotas of everything inside are this episode's; the mapper, still root, writes the maps
+            # kernel's per-user quotas of everything inside are this episode's; the engine, root, writes the maps
             base, count = cfg["owners"]
             owner = base + os.getpid() % count
             os.setgroups([])
@@ -329,11 +332,17 @@ class Warden:
         _unshare(CLONE_NEWUSER | CLONE_NEWNS)
         lower = os.open(".", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
         os.chdir("/")
-        os.write(go, b"g")
-        os.close(go)
-        _, status = os.waitpid(mapper, 0)
-        if os.waitstatus_to_exitcode(status) != 0:
-            raise RuntimeError("could not write the sandbox's id maps (see the warden's stderr)")
+        if mapper:
+            os.write(go, b"g")
+            os.close(go)
+            _, status = os.waitpid(mapper, 0)
+            if os.waitstatus_to_exitcode(status) != 0:
+                raise RuntimeError("could not write the sandbox's id maps (see the warden's stderr)")
+        else:
+            _send(self.sock, {"map": True})  # the engine writes them, then answers
+            answer, _ = _recv(self.sock)
+            if answer.get("error"):
+                raise RuntimeError(f"could not write the sandbox's id maps: {answer['error']}")
         os.setresgid(0, 0, 0)
         if cfg["setgroups"]:
             os.setgroups([])
@@ -489,6 +498,11 @@ class Warden:
             master = os.open(f"/proc/self/fd/{self.ptmx}", os.O_RDWR | os.O_NOCTTY | os.O_CLOEXEC)
             fcntl.ioctl(master, TIOCSPTLCK, struct.pack("i", 0))
             fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
+            # no echo (what `stty -echo` inside would set, without a process to run it): the termios calls on a
+            # terminal's master end set its other end's, the one the shell gets
+            attrs = termios.tcgetattr(master)
+            attrs[3] &= ~termios.ECHO
+            termios.tcsetattr(master, termios.TCSANOW, attrs)
         err_r, err_w = os.pipe()  # the child's last words if it cannot exec
         failed = ""
         if self.helper >= 0:
@@ -700,6 +714,8 @@ class Warden:
     def _hidden(self, folder):
         """In a check's child (the sandbox's root): the names of the episode's ``folder`` a check must not see:
         commands that would hide one of the image's on PATH, files the image's python3 would read."""
+        if folder not in _SHADOWING_DIRS and folder not in _PATH_TOOL_DIRS:
+            return []  # nothing hidden there: not listed (a listing of an overlay's merged folder is not free)
         try:
             names = set(os.listdir(folder))
         except OSError:
@@ -983,9 +999,9 @@ def _keeps_access(image, episode, acl):
 
 
 def _start_mapper(idmap):
-    """A child that stays in the host's user namespace and writes the warden's id maps once told (the
-    parent of a new user namespace writes them): directly as root or for a single id, else through the
-    setuid newuidmap/newgidmap. Returns (its pid, the fd to tell it)."""
+    """A child that stays in the host's user namespace and writes the warden's id maps once told, through the setuid
+    newuidmap/newgidmap (an ordinary user's subordinate range; root's maps and a single id's the engine writes).
+    Returns (its pid, the fd to tell it)."""
     go_r, go_w = os.pipe()
     parent = os.getpid()
     pid = os.fork()
@@ -997,21 +1013,13 @@ def _start_mapper(idmap):
         os.close(go_w)
         os.read(go_r, 1)
         uid, gid, count = idmap["uid_base"], idmap["gid_base"], idmap["count"]
-        if idmap["helper"]:
-            for tool, base in ((idmap["newuidmap"], uid), (idmap["newgidmap"], gid)):
-                child = os.fork()
-                if child == 0:
-                    os.execv(tool, [tool, str(parent), "0", str(base), str(count)])
-                _, status = os.waitpid(child, 0)
-                if os.waitstatus_to_exitcode(status) != 0:
-                    raise RuntimeError(f"{tool} failed")
-        else:
-            if not idmap["setgroups"]:
-                with open(f"/proc/{parent}/setgroups", "w") as f:
-                    f.write("deny")
-            for name, base in (("uid_map", uid), ("gid_map", gid)):
-                with open(f"/proc/{parent}/{name}", "w") as f:
-                    f.write(f"0 {base} {count}\n")
+        for tool, base in ((idmap["newuidmap"], uid), (idmap["newgidmap"], gid)):
+            child = os.fork()
+            if child == 0:
+                os.execv(tool, [tool, str(parent), "0", str(base), str(count)])
+            _, status = os.waitpid(child, 0)
+            if os.waitstatus_to_exitcode(status) != 0:
+                raise RuntimeError(f"{tool} failed")
         code = 0
     except BaseException as exc:  # noqa: BLE001 - the warden reports the failure
         os.write(2, f"writing the id maps: {exc}\n".encode(errors="replace"))

@@ -64,6 +64,10 @@ class Group:
         if self.freezer is not None:
             _set_frozen(self.freezer, False, 0)
 
+    def occupied(self) -> bool:
+        """Whether any of its folders lists a process (a few small reads: no need to leave the event loop)."""
+        return any(read_pids(d) for d in self.dirs)
+
     def kill(self, timeout: float = 2.0) -> bool:
         """SIGKILL every process of the group (by the group where the kernel can) and wait until it is empty."""
         return kill_dirs(self.dirs, self.freezer, timeout)

@@ -52,7 +52,7 @@ class WardenChannel:
             self._finish("the warden exited")
             return
         msg = marshal.loads(data)
-        for kind in ("spawned", "exited", "killed", "ready", "error", "sandbox_exited"):
+        for kind in ("spawned", "exited", "killed", "ready", "map", "error", "sandbox_exited"):
             if kind in msg:
                 key = (kind, msg.get("id") if kind == "killed" else (msg[kind] if kind in ("spawned", "exited") else None))
                 waiter = self._waiters.pop(key, None)

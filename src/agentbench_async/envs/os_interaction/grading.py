@@ -92,6 +92,23 @@ def _write_all(fd: int, data: bytes) -> None:
         os.close(fd)
 
 
+def _write_now(fd: int, data: bytes) -> bytes:
+    """Write what the pipe takes at once (all of it, for the usual parameters: a pipe holds 64 KiB) and close ``fd``
+    once all is written; the rest, if any, is left for :func:`_write_all` (``fd`` blocking again)."""
+    os.set_blocking(fd, False)
+    view = memoryview(data)
+    try:
+        while view:
+            view = view[os.write(fd, view) :]
+    except BlockingIOError:
+        os.set_blocking(fd, True)
+        return bytes(view)
+    except OSError:
+        pass  # the script ended without reading its parameters
+    os.close(fd)
+    return b""
+
+
 async def run_script(
     sandbox: Sandbox, script: dict[str, str], params: list[str], timeout: float, *, check: bool = False
 ) -> tuple[int, str]:
@@ -117,7 +134,8 @@ async def run_script(
         for fd in (in_r, out_w, par_r):
             with contextlib.suppress(OSError):
                 os.close(fd)
-    writer = asyncio.ensure_future(off_loop(_write_all, par_w, payload))
+    rest = _write_now(par_w, payload)  # no thread for what the pipe takes at once
+    writer = asyncio.ensure_future(off_loop(_write_all, par_w, rest)) if rest else None
     output = bytearray()
     loop = asyncio.get_running_loop()
     os.set_blocking(out_r, False)
@@ -155,8 +173,9 @@ async def run_script(
         with contextlib.suppress(Exception):
             loop.remove_reader(out_r)
         os.close(out_r)
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(writer, timeout=5)
+        if writer is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(writer, timeout=5)
         if check and sandbox.running():  # what the check left running goes before anything else starts
             await sandbox.clear_checks(proc.pid)
     return code, bytes(output).decode("utf-8", errors="replace")

@@ -42,6 +42,17 @@ class IdMap:
     def several_users(self) -> bool:
         return self.count > 1
 
+    def write(self, pid: int) -> None:
+        """Write the id maps of process ``pid``'s new user namespace from this process (the host's namespace): as root,
+        or an ordinary user's single id (with setgroups denied), as the warden asks once it has made the namespace. Not
+        a subordinate range (ValueError): newuidmap's, which the warden's mapper writes. Raises OSError."""
+        if self.helper:
+            raise ValueError("a subordinate id range is written through newuidmap/newgidmap")
+        if not self.setgroups:
+            Path(f"/proc/{pid}/setgroups").write_text("deny")
+        for name, base in (("uid_map", self.uid_base), ("gid_map", self.gid_base)):
+            Path(f"/proc/{pid}/{name}").write_text(f"0 {base} {self.count}\n")
+
     def config(self) -> dict[str, object]:
         """What the warden needs to write the maps itself (the host's helper tools by absolute path)."""
         out: dict[str, object] = {"uid_base": self.uid_base, "gid_base": self.gid_base, "count": self.count,

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import shutil
 import signal
@@ -70,8 +71,9 @@ def _process_tag(pid: int) -> str | None:
 _RUN_TAG = _process_tag(os.getpid()) or str(os.getpid())
 
 
+@functools.cache
 def _host_tool(name: str) -> str:
-    """The host's own binary by absolute path (resolved before anything enters the sandbox)."""
+    """The host's own binary by absolute path (resolved before anything enters the sandbox; once a process)."""
     path = shutil.which(name)
     if path is None:
         raise EnvUnavailableError(f"os: {name} not found; install the Debian package bubblewrap (apt-get install bubblewrap)")
@@ -222,8 +224,18 @@ class Sandbox:
                 "owners": (OWNER_BASE, OWNER_COUNT) if os.geteuid() == 0 else None, "spawn_helper": self._helper,
             }  # fmt: skip
             ready = channel.expect("ready")
+            mapping = None if self.idmap.helper else channel.expect("map")
             await channel.send(config)
-            msg, _ = await asyncio.wait_for(ready, timeout=30)
+            deadline = asyncio.get_running_loop().time() + 30
+            if mapping is not None:  # the warden has made its user namespace: its id maps, written from here
+                await asyncio.wait_for(mapping, timeout=30)
+                try:
+                    self.idmap.write(self._warden.pid)
+                    why = ""
+                except OSError as exc:
+                    why = str(exc)
+                await channel.send({"op": "mapped", "error": why})
+            msg, _ = await asyncio.wait_for(ready, timeout=max(0.0, deadline - asyncio.get_running_loop().time()))
             self.keeper_pid = int(msg["keeper"])
             self._keep = {self.keeper_pid, int(msg["bwrap"]), self._warden.pid}
             _protect_from_oom(self.keeper_pid, int(msg["bwrap"]))
@@ -284,8 +296,8 @@ class Sandbox:
         """Start ``argv`` inside, as the sandbox's root, cwd ``/``, with only ``env`` (plus HOME and PATH).
 
         ``stdio``: the child's fds 0-2 (pipes the caller made); ``extra_fds`` become 3, 4, ...; ``tty``: a
-        terminal of the sandbox's own devpts instead, whose master end is returned (else -1). ``check``: a
-        check, whose tools (executables, libraries, loader, NSS, Python's site, ...: ``_warden.TOOL_DIRS``)
+        terminal of the sandbox's own devpts instead (80 columns, 24 rows, no echo), whose master end is returned
+        (else -1). ``check``: a check, whose tools (executables, libraries, loader, NSS, Python's site, ...: ``_warden.TOOL_DIRS``)
         are the pristine image's over the episode's (see ``_warden.UNION_DIRS``). Never blocks on the sandbox: the warden
         forks, the caller awaits."""
         if self._channel is None or not self.keeper_pid:
@@ -372,7 +384,8 @@ class Sandbox:
         """After a check (or example) whose process was ``pgid``: whatever it left running, so the next starts alone
         (the checks' cgroup killed by the group; without one, the check's process group)."""
         if self._cgroups is not None and self._cgroups.checks.dirs:
-            await off_loop(self._cgroups.checks.kill)
+            if self._cgroups.checks.occupied():  # the usual check leaves nothing: no thread for that
+                await off_loop(self._cgroups.checks.kill)
         else:
             await self.kill_group(pgid)
 

@@ -30,7 +30,8 @@ _OTHER_ESC = re.compile(r"\x1b[()][A-Za-z0-9]|\x1b[=>]")
 _PROMPT = re.compile(r"(?:^|(?<=\n))(?:[\w.-]+@[\w.-]+:[^\n]*?|[^\n]{0,40}?)[#$] $")
 # seconds without the marker after which the shell is checked for having lost the typed-ahead sentinel
 _RETYPE_AFTER = 0.5
-_SETUP = "stty -echo cols 80 rows 24 2>/dev/null; PS1=''; PS2=''; unset PROMPT_COMMAND; bind 'set enable-bracketed-paste off' 2>/dev/null"
+# the terminal comes without echo and at 80 columns, 24 rows (the warden sets both, as `stty -echo cols 80 rows 24` would)
+_SETUP = "PS1=''; PS2=''; unset PROMPT_COMMAND; bind 'set enable-bracketed-paste off' 2>/dev/null"
 
 
 @dataclass
