@@ -346,7 +346,7 @@ class LivePublisher:
 
     @staticmethod
     def _drop(table: str, rows: pa.Table, replaced_later: pa.Array, running: pa.Array, first: int) -> pa.Table:
-        """What a merge of flushes ``first``... keeps of ``rows`` of ``table`` (see ``_merge``)."""
+        """The rows of ``table`` kept by a merge whose first flush is ``first`` (see ``_merge``)."""
         if table in _ATTEMPT_ROWS:
             return rows.filter(pc.invert(pc.is_in(rows["episode_id"], value_set=replaced_later))) if len(replaced_later) else rows
         if table == "live_turns":
