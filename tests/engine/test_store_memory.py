@@ -56,3 +56,40 @@ async def _flushed(writer: EpisodeWriter, episodes: int) -> None:
 
     while writer.episodes_written < episodes:
         await asyncio.sleep(0.01)
+
+
+async def test_rows_held_until_a_checkpoint_are_bounded_and_finished_live_rows_leave_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What DuckDB holds of the committed rows until a checkpoint stays near ``HELD_MB`` whatever the WAL (its bound
+    counts DuckDB's memory, not log bytes); and with DuckDB's vacuum off at the writer's checkpoints, the live rows of
+    finished episodes still leave the file (a row group every row of which was deleted is dropped)."""
+    monkeypatch.setattr(db, "CHECKPOINT_MB", 10_000)  # the WAL alone would never checkpoint here
+    monkeypatch.setattr(db, "HELD_MB", 6)
+    store = Store(tmp_path / "run.duckdb")
+    writer = EpisodeWriter(store, store.begin_run({}, "fp", command="run", version="test", new_run=False), "fp", flush_interval=0.01)
+    writer.start()
+    held = []
+    for batch in range(12):  # ~1.5 MB of turns a batch, each handed live first and then finished
+        for i in range(batch * 1000, (batch + 1) * 1000):
+            record = _record(i)
+            writer.live_sink(record.episode_id, "m", "echo")(record.turns[:4])
+        await _live_flushed(store, writer)
+        for i in range(batch * 1000, (batch + 1) * 1000):
+            writer.submit(_record(i))
+        await _flushed(writer, (batch + 1) * 1000)
+        held.append(store._held() / 2**20)
+    await writer.close()
+    assert store.con.execute("SELECT count(*) FROM turns").fetchone() == (72_000,)
+    assert store.con.execute("SELECT count(*) FROM live_turns").fetchone() == (0,)
+    live_groups = store.con.execute("SELECT count(DISTINCT row_group_id) FROM pragma_storage_info('live_turns')").fetchone()[0]
+    store.close()
+    assert max(held) < 10, f"DuckDB held {max(held):.1f} MB of committed rows after a flush (bound 6 MB + one flush)"  # 48 MB unbounded
+    assert store.checkpoints >= 2
+    assert live_groups <= 1, f"live_turns kept {live_groups} row groups of deleted rows"
+
+
+async def _live_flushed(store: Store, writer: EpisodeWriter) -> None:
+    import asyncio
+
+    while writer._live:
+        await asyncio.sleep(0.01)
+    await asyncio.sleep(0.05)  # the flush that took them has committed

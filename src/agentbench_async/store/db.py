@@ -57,6 +57,7 @@ def write_failure(path: Path, exc: BaseException, doing: str) -> StoreError:
 
 
 CHECKPOINT_MB = 64  # the WAL a run's writer lets grow before it checkpoints (Store.after_commit)
+HELD_MB = 32  # what DuckDB may hold in memory of the rows committed since the last checkpoint before the writer checkpoints
 MEMORY_LIMIT = "256MB"  # DuckDB's buffer pool in a run's writer: what a query of the writer's may take
 _CACHE_AFTER_CHECKPOINT = "16MB"  # what DuckDB's buffer pool keeps cached once a checkpoint has written it to the file
 
@@ -70,16 +71,26 @@ class Store:
         self.con = connect(path)
         try:
             # The writer's memory has a bound we choose, not DuckDB's defaults (docs/performance.md): rows committed since the
-            # last checkpoint are held in memory as well as in the WAL (~1.2 MB of memory a 1,000 echo episodes), so a
-            # checkpoint every CHECKPOINT_MB of WAL bounds them (256 MB held up to ~300 MB above what is in flight; a
-            # checkpoint costs ~0.2 s of CPU at 64 MB); DuckDB's buffer pool, which otherwise keeps every block it read or
+            # last checkpoint are held in memory as well as in the WAL, so the writer checkpoints once DuckDB holds HELD_MB
+            # of them, as DuckDB counts it (64 MB of WAL held 73-86 MB; a checkpoint costs ~0.2-0.4 s), or once the WAL
+            # reaches CHECKPOINT_MB (rows that hold little memory: deletions); DuckDB's buffer pool, which otherwise keeps every block it read or
             # wrote up to 80% of the machine's memory, is held to MEMORY_LIMIT (it spills to FILE.tmp beyond) for what a
             # query needs, and emptied of what a checkpoint wrote (after_commit). The writer checkpoints itself so it
             # knows when the file holds everything; DuckDB's own checkpoint, at four times the size, is only a backstop.
             self.con.execute(f"SET checkpoint_threshold = '{4 * CHECKPOINT_MB}MB'")
             self.con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
+            # No vacuum at the writer's checkpoints: each checkpoint leaves the rows it wrote in a row group of their own,
+            # and DuckDB's vacuum merges such partly filled row groups at later checkpoints by reading them back into new
+            # ones in memory: every other checkpoint of a long run held 30-100 MB more for a second or two, more as the
+            # file grew (a writer fed 300,000 echo episodes: 129 -> 180 MB at 70k -> 280k; off: at most 5 MB more than
+            # before the checkpoint, the file 55 MB instead of 63). Row groups that every row left (live_turns: its
+            # episodes finished) are still dropped; deleted rows of a re-run's earlier attempts stay in the file until a
+            # row group is empty. Older DuckDB without the setting: as before.
+            with contextlib.suppress(duckdb.CatalogException):
+                self.con.execute("SET max_vacuum_tasks = 0")
             self._wal = Path(f"{path}.wal")
             self._checkpoint_bytes = CHECKPOINT_MB * 2**20
+            self._held_bytes = HELD_MB * 2**20
             self.checkpoints = 0  # the writer's (after_commit)
             # One thread: the writer's transactions are a second's episodes each, too small for DuckDB's parallel
             # operators, whose hand-offs between its threads cost CPU (~10% of the writer's); the final checkpoint
@@ -92,11 +103,13 @@ class Store:
             raise write_failure(path, exc, "preparing the tables") from None
 
     def after_commit(self) -> None:
-        """After the writer's commit: once the WAL holds ``CHECKPOINT_MB``, checkpoint, then drop the blocks the
-        checkpoint wrote from DuckDB's buffer pool. Rows committed since the last checkpoint are held in memory as
-        well as in the WAL, so the WAL's size bounds them; and DuckDB keeps every block it wrote or read cached up to
-        ``memory_limit``, so over a long run the cache alone grew with the file (a 1,000,000-episode echo file is
-        ~200 MB): RSS climbed from checkpoint to checkpoint while Python's memory stayed flat. The blocks are in the
+        """After the writer's commit: once DuckDB holds ``HELD_MB`` of the rows committed since the last checkpoint
+        (its buffer pool's ``IN_MEMORY_TABLE``: they are held in memory as well as in the WAL until a checkpoint
+        writes them) or the WAL holds ``CHECKPOINT_MB``, checkpoint, then drop the blocks the checkpoint wrote from
+        DuckDB's buffer pool. The memory is what is bounded, so it is what is counted: the WAL's bytes are not its
+        size (64 MB of WAL held 73-86 MB of an echo run's rows). And DuckDB keeps every block it wrote or read cached
+        up to ``memory_limit``, so over a long run the cache alone grew with the file (a 1,000,000-episode echo file
+        is ~200 MB): RSS climbed from checkpoint to checkpoint while Python's memory stayed flat. The blocks are in the
         file now, and what the writer reads again (``live_turns``, the last row groups it appends to) is small and
         read back on demand. Lowering the limit evicts them (nothing else is held right after a checkpoint; a
         failure to lower it only keeps the cache); the limit is put back at once. A checkpoint that fails (disk
@@ -105,13 +118,20 @@ class Store:
             size = self._wal.stat().st_size
         except OSError:  # no WAL: nothing committed since the last checkpoint
             return
-        if size < self._checkpoint_bytes:
+        if size < self._checkpoint_bytes and self._held() < self._held_bytes:
             return
         self.con.execute("CHECKPOINT")
         self.checkpoints += 1
         with contextlib.suppress(duckdb.Error):
             self.con.execute(f"SET memory_limit = '{_CACHE_AFTER_CHECKPOINT}'")
         self.con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
+
+    def _held(self) -> int:
+        """The bytes of committed rows DuckDB holds in memory until a checkpoint writes them (and those of temporary
+        tables): what its buffer pool tags ``IN_MEMORY_TABLE``."""
+        # fetched to the end: DuckDB 2 refuses register()/sql() on a connection whose last result is unfinished
+        rows = self.con.execute("SELECT sum(memory_usage_bytes) FROM duckdb_memory() WHERE tag = 'IN_MEMORY_TABLE'").fetchall()
+        return int(rows[0][0] or 0) if rows else 0
 
     def check_run(self, config: dict[str, Any], fingerprint: str, *, new_run: bool) -> None:
         """Refuse a file that holds other configs unless ``new_run`` (before anything of the run starts); the refusal
