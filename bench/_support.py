@@ -1,9 +1,11 @@
 """What the bench scripts share: the oracle played over a task list, Python memory held by live sessions, the
-machine's load, the built-in suites' generators. (bench/ is on the path when a script in it runs.)"""
+machine's load, this process's resident memory and DuckDB's allocator's, the built-in suites' generators. (bench/ is
+on the path when a script in it runs.)"""
 
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import gc
 import importlib.util
 import os
@@ -35,6 +37,34 @@ def load_generator(env: str) -> ModuleType:
 def load_average() -> str:
     """The 1, 5 and 15 minute load averages: the cores may be shared, so figures come with them."""
     return "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+_PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def rss_mb() -> float:
+    """This process's resident memory now (``/proc/self/statm``), MB."""
+    with open("/proc/self/statm", encoding="ascii") as f:
+        return int(f.read().split()[1]) * _PAGE / 2**20
+
+
+def duckdb_resident() -> Callable[[], float]:
+    """A function returning the MB DuckDB's own allocator holds resident: its Linux builds carry jemalloc
+    (``duckdb_je_mallctl``); -1 where it is absent."""
+    try:
+        import _duckdb
+
+        ctl = ctypes.CDLL(_duckdb.__file__).duckdb_je_mallctl
+        ctl.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_size_t), ctypes.c_void_p, ctypes.c_size_t]
+    except (ImportError, OSError, AttributeError):
+        return lambda: -1.0
+
+    def resident() -> float:
+        epoch, value, size = ctypes.c_uint64(1), ctypes.c_size_t(0), ctypes.c_size_t(8)
+        ctl(b"epoch", ctypes.byref(epoch), ctypes.byref(size), ctypes.byref(epoch), 8)  # refresh the statistics
+        return value.value / 2**20 if ctl(b"stats.resident", ctypes.byref(value), ctypes.byref(size), None, 0) == 0 else -1.0
+
+    return resident
 
 
 async def play_oracle(env: Any, tasks: list[Any], concurrency: int, mode: str = "text") -> tuple[list[EpisodeRecord], float]:

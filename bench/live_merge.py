@@ -29,19 +29,13 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from _support import load_average
+from _support import load_average, rss_mb
 
 from agentbench_async.store import live
 from agentbench_async.store.db import Store
 
-_PAGE = 4096
 _RUN = "run-bench"
 _FINGERPRINT = "f" * 64
-
-
-def _rss_mb() -> float:
-    with open("/proc/self/statm", encoding="ascii") as f:
-        return int(f.read().split()[1]) * _PAGE / 2**20
 
 
 def _episode(i: int) -> str:
@@ -107,7 +101,7 @@ def main() -> None:
     def sample() -> None:
         while not stop.wait(0.002):
             peak["arrow"] = max(peak["arrow"], pa.total_allocated_bytes())
-            peak["rss"] = max(peak["rss"], _rss_mb())
+            peak["rss"] = max(peak["rss"], rss_mb())
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
@@ -117,7 +111,7 @@ def main() -> None:
     def timed_merge(self: live.LivePublisher) -> None:
         before = [p.name for p in self._parts]
         base = pa.total_allocated_bytes()
-        peak["arrow"], peak["rss"] = base, _rss_mb()
+        peak["arrow"], peak["rss"] = base, rss_mb()
         t = time.perf_counter()
         merge(self)
         seconds = time.perf_counter() - t
@@ -128,7 +122,7 @@ def main() -> None:
 
     live.LivePublisher._merge = timed_merge  # type: ignore[method-assign]
     flush_s: list[float] = []
-    rss0 = _rss_mb()
+    rss0 = rss_mb()
     t0 = time.monotonic()
     for k in range(args.flushes):
         tables, deletions = _flush(publisher, k, args.finished, args.lag)
@@ -138,7 +132,7 @@ def main() -> None:
     stop.set()
     sampler.join()
     print(f"{args.flushes} flushes of {args.finished:,} episodes finished (their first turns {args.lag} flushes before), "
-          f"{time.monotonic() - t0:.1f} s; RSS {rss0:.0f} MB after the start, {_rss_mb():.0f} MB at the end")  # fmt: skip
+          f"{time.monotonic() - t0:.1f} s; RSS {rss0:.0f} MB after the start, {rss_mb():.0f} MB at the end")  # fmt: skip
     print("level  merges  seconds (median / most)  Arrow above the merge's start (most)  RSS at the peak (most)  deletions rows (most)")
     for level in sorted(merges):
         ms = merges[level]

@@ -41,16 +41,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from _support import load_average
+from _support import duckdb_resident, load_average, rss_mb
 
 TURNS = 2
-_PAGE = os.sysconf("SC_PAGE_SIZE")
 MILESTONES = (10_000, 100_000, 1_000_000)
-
-
-def _rss_mb() -> float:
-    with open("/proc/self/statm", encoding="ascii") as f:
-        return int(f.read().split()[1]) * _PAGE / 2**20
 
 
 class _MallInfo2(ctypes.Structure):
@@ -59,24 +53,11 @@ class _MallInfo2(ctypes.Structure):
 
 def _allocators() -> Callable[[], tuple[float, float]]:
     """A function returning (MB DuckDB's own allocator holds resident, MB glibc's malloc has taken from the system):
-    DuckDB's Linux builds carry jemalloc (``duckdb_je_*``; -1 when absent), Python and the other libraries use glibc's malloc
+    DuckDB's Linux builds carry jemalloc (-1 when absent), Python and the other libraries use glibc's malloc
     (``mallinfo2``: its arenas and its mmapped chunks)."""
     libc = ctypes.CDLL("libc.so.6")
     libc.mallinfo2.restype = _MallInfo2
-    try:
-        import _duckdb
-
-        ctl = ctypes.CDLL(_duckdb.__file__).duckdb_je_mallctl
-        ctl.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_size_t), ctypes.c_void_p, ctypes.c_size_t]
-    except (ImportError, OSError, AttributeError):
-        ctl = None
-
-    def duckdb_mb() -> float:
-        if ctl is None:
-            return -1.0
-        epoch, value, size = ctypes.c_uint64(1), ctypes.c_size_t(0), ctypes.c_size_t(8)
-        ctl(b"epoch", ctypes.byref(epoch), ctypes.byref(size), ctypes.byref(epoch), 8)  # refresh the statistics
-        return value.value / 2**20 if ctl(b"stats.resident", ctypes.byref(value), ctypes.byref(size), None, 0) == 0 else -1.0
+    duckdb_mb = duckdb_resident()
 
     def sample() -> tuple[float, float]:
         info = libc.mallinfo2()
@@ -156,7 +137,7 @@ async def _run(args: argparse.Namespace, base_url: str, samples: list[tuple[floa
     def sample() -> None:
         while not stop.wait(args.sample_s):
             rows = list(evaluation.progress.rows.values())
-            samples.append((time.monotonic() - t0, sum(r.done for r in rows), sum(r.in_flight for r in rows), _rss_mb()))
+            samples.append((time.monotonic() - t0, sum(r.done for r in rows), sum(r.in_flight for r in rows), rss_mb()))
             # where it is: DuckDB's allocator, glibc's malloc, Python's own blocks (records waiting for the writer show there)
             parts.append((*allocators(), pa.total_allocated_bytes() / 2**20, sys.getallocatedblocks()))
 

@@ -30,6 +30,8 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
+# Not bench/_support.py's rss_mb/duckdb_resident: importing it puts this tree's src first on the path, and this script
+# measures whichever code PYTHONPATH names.
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
