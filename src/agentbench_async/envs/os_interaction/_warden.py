@@ -714,20 +714,19 @@ class Warden:
     def _hidden(self, folder):
         """In a check's child (the sandbox's root): the names of the episode's ``folder`` a check must not see:
         commands that would hide one of the image's on PATH, files the image's python3 would read."""
-        if folder not in _SHADOWING_DIRS and folder not in _PATH_TOOL_DIRS:
-            return []  # nothing hidden there: not listed (a listing of an overlay's merged folder is not free)
-        try:
-            names = set(os.listdir(folder))
-        except OSError:
-            return []
         sbin, bin_ = self.commands["usr/sbin"], self.commands["usr/bin"]
         if folder in _SHADOWING_DIRS:
-            return sorted(names & (sbin | bin_))
-        if folder == "/usr/sbin":  # before /usr/bin on PATH
-            return sorted(names & bin_ - sbin)
-        if folder == "/usr/bin":
-            return sorted(n for n in names - bin_ if n in _BESIDE_PYTHON or n.endswith("._pth"))
-        return []
+            hides = lambda n: n in sbin or n in bin_  # noqa: E731
+        elif folder == "/usr/sbin":  # before /usr/bin on PATH
+            hides = lambda n: n in bin_ and n not in sbin  # noqa: E731
+        elif folder == "/usr/bin":
+            hides = lambda n: n not in bin_ and (n in _BESIDE_PYTHON or n.endswith("._pth"))  # noqa: E731
+        else:
+            return []  # nothing hidden there: not listed (a listing of an overlay's merged folder is not free)
+        try:
+            return sorted(n for n in os.listdir(folder) if hides(n))
+        except OSError:
+            return []
 
     def _overlay(self, target, layers, hide):
         """A read-only overlay on ``target`` of ``layers`` (paths, the first on top), under a layer that hides

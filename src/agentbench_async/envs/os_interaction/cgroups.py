@@ -66,7 +66,7 @@ class Group:
 
     def occupied(self) -> bool:
         """Whether any of its folders lists a process (a few small reads: no need to leave the event loop)."""
-        return any(read_pids(d) for d in self.dirs)
+        return _occupied(self.dirs)
 
     def kill(self, timeout: float = 2.0) -> bool:
         """SIGKILL every process of the group (by the group where the kernel can) and wait until it is empty."""
@@ -240,7 +240,7 @@ def kill_dirs(dirs: list[Path], freezer: Path | None, timeout: float) -> bool:
     where there is one and every listed process killed as well (on Linux 6.18 ``cgroup.kill`` passed over the live
     threads of a process whose main thread had ended), then thawed (v1: a frozen process dies only once thawed).
     With ``timeout``, waits until no folder lists a process; True if none does. Never raises."""
-    if not any(read_pids(d) for d in dirs):  # the usual case after a check: nothing left, nothing to freeze
+    if not _occupied(dirs):  # the usual case after a check: nothing left, nothing to freeze
         return True
     v2_kill = [d / "cgroup.kill" for d in dirs if (d / "cgroup.kill").exists()]
     deadline, delay = time.monotonic() + timeout, 0.0005
@@ -255,7 +255,7 @@ def kill_dirs(dirs: list[Path], freezer: Path | None, timeout: float) -> bool:
                 os.kill(pid, signal.SIGKILL)
         if freezer is not None:
             _set_frozen(freezer, False, 0)
-        if not any(read_pids(d) for d in dirs):
+        if not _occupied(dirs):
             return True
         if time.monotonic() > deadline:
             return False
@@ -273,6 +273,11 @@ def own_cgroup(controller: str, self_cgroup: Path = Path("/proc/self/cgroup")) -
 
 def _write(path: Path, value: str) -> None:
     path.write_text(value)
+
+
+def _occupied(dirs: list[Path]) -> bool:
+    """Whether any of a cgroup's folders lists a process (a few small reads)."""
+    return any(read_pids(d) for d in dirs)
 
 
 def read_pids(path: Path) -> list[int]:
