@@ -11,9 +11,11 @@ before (their ``episodes`` row, 4 ``turns`` rows, 2 ``model_calls`` rows and a `
 defaults ~10,000 episodes in flight, ~1,800 finished a flush (the 1M run: 548 flushes, ~1,800 episodes each). The
 8th, 64th and 512th flush set off the merges of level 1, 2 and 3 (8 parts into 1).
 
-For each merge level it prints how many merges ran, their seconds (median, most), Arrow's bytes allocated at their
-peak (sampled every 2 ms by a thread, above what was allocated when the merge began), the process's RSS at their
-peak, and the rows of the merged part's deletions file; then the flushes' own seconds (median) and the load average.
+For each merge level it prints how many merges ran, their seconds (median, most; in the merge's own thread), Arrow's
+bytes allocated at their peak (sampled every 2 ms by a thread, above what was allocated when the merge began), the
+process's RSS at their peak, and the rows of the merged part's deletions file; then how long a flush's publish held the
+writer's thread (median, longest) and the load average. The code before merges had their own thread (682a806 and
+earlier) timed ``_merge`` in the writer's thread: run that tree's own copy of this script.
 """
 
 from __future__ import annotations
@@ -106,21 +108,19 @@ def main() -> None:
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
     merges: dict[int, list[tuple[float, float, float, int]]] = {}
-    merge = live.LivePublisher._merge
+    run_merge = live.LivePublisher._run_merge
 
-    def timed_merge(self: live.LivePublisher) -> None:
-        before = [p.name for p in self._parts]
+    def timed_merge(self: live.LivePublisher, job: Any) -> None:  # in the merge's own thread
         base = pa.total_allocated_bytes()
         peak["arrow"], peak["rss"] = base, rss_mb()
         t = time.perf_counter()
-        merge(self)
+        run_merge(self, job)
         seconds = time.perf_counter() - t
-        if [p.name for p in self._parts] != before:
-            top = self._parts[-1]
-            rows = pq.ParquetFile(self.root / top.name / "deletions.parquet").metadata.num_rows if "deletions" in top.tables else 0
-            merges.setdefault(top.level, []).append((seconds, (peak["arrow"] - base) / 2**20, peak["rss"], rows))
+        if job.error is None:
+            rows = pq.ParquetFile(job.folder / "deletions.parquet").metadata.num_rows if "deletions" in job.tables else 0
+            merges.setdefault(job.tail[0].level + 1, []).append((seconds, (peak["arrow"] - base) / 2**20, peak["rss"], rows))
 
-    live.LivePublisher._merge = timed_merge  # type: ignore[method-assign]
+    live.LivePublisher._run_merge = timed_merge  # type: ignore[method-assign]
     flush_s: list[float] = []
     rss0 = rss_mb()
     t0 = time.monotonic()
@@ -129,6 +129,7 @@ def main() -> None:
         t = time.perf_counter()
         publisher.publish(tables, deletions, {})
         flush_s.append(time.perf_counter() - t)
+    publisher.settle()  # the merges still running
     stop.set()
     sampler.join()
     print(f"{args.flushes} flushes of {args.finished:,} episodes finished (their first turns {args.lag} flushes before), "
@@ -138,8 +139,9 @@ def main() -> None:
         ms = merges[level]
         print(f"{level:5d}  {len(ms):6d}  {statistics.median(m[0] for m in ms):7.3f} / {max(m[0] for m in ms):7.3f} s  "
               f"{max(m[1] for m in ms):28.1f} MB  {max(m[2] for m in ms):17.0f} MB  {max(m[3] for m in ms):14,d}")  # fmt: skip
-    # a flush's publish includes the merges it sets off: the median is a flush without one
-    print(f"a flush's publish: median {statistics.median(flush_s) * 1000:.1f} ms; {load_average()}")
+    # the merges run in a thread of their own (before 2026-12-07: in the writer's, within the publish that set them off)
+    print(f"a flush's publish (the writer's thread held): median {statistics.median(flush_s) * 1000:.1f} ms, "
+          f"longest {max(flush_s) * 1000:.1f} ms; {load_average()}")
     store.close()
 
 

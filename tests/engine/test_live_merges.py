@@ -6,6 +6,8 @@ needs, not one per episode finished in its flushes."""
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -81,7 +83,10 @@ def _plan(flushes: int) -> list[tuple[list[EpisodeRecord], list[tuple[str, list[
     return plan
 
 
-def test_merges_change_no_row_the_views_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("settle", [True, False], ids=["each-merge-done-before-the-next-flush", "merges-in-flight-meanwhile"])
+def test_merges_change_no_row_the_views_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, settle: bool) -> None:
+    """Merges run in a thread of their own while the writer goes on: the views read the same rows whether a flush comes
+    after every merge due has been swapped in, or while one is still being written (then the parts it merges are read)."""
     monkeypatch.setattr(live, "_FANOUT", 2)  # level 3 after 8 flushes: 34 flushes make 3 level-3 parts and every level below
     monkeypatch.setattr(live, "_GRACE_S", 0.0)
     path = tmp_path / "run.duckdb"
@@ -111,8 +116,15 @@ def test_merges_change_no_row_the_views_read(tmp_path: Path, monkeypatch: pytest
                 writer.submit(record)
             batch, writer._pending = writer._pending, []
             writer._write(batch, [(e, "m", "echo", rows) for e, rows in turns], {})
+            if settle:
+                merged.settle()
+                merged.heartbeat({})  # the manifest lists the merged parts
             seen, unmerged_seen = _view_rows(path, tmp_path / "ref.duckdb")
             assert seen == unmerged_seen, f"after flush {k}"
+        merged.settle()
+        merged.heartbeat({})
+        seen, unmerged_seen = _view_rows(path, tmp_path / "ref.duckdb")
+        assert seen == unmerged_seen, "every merge done"
         assert writer.live_error is None
         manifest, unmerged = live.read_manifest(path), live.read_manifest(tmp_path / "ref.duckdb")
         assert manifest is not None and unmerged is not None
@@ -138,3 +150,117 @@ def test_merges_change_no_row_the_views_read(tmp_path: Path, monkeypatch: pytest
         assert published >= 40 and kept < published, (kept, published)
     finally:
         store.close()
+
+
+@pytest.fixture
+def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Store]:
+    """A run file whose live snapshot merges two parts into one, merged-away parts deleted at once."""
+    monkeypatch.setattr(live, "_FANOUT", 2)
+    monkeypatch.setattr(live, "_GRACE_S", 0.0)
+    store = Store(tmp_path / "run.duckdb")
+    yield store
+    store.close()
+
+
+@pytest.fixture
+def blocked(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[threading.Event, threading.Event]]:
+    """Merges that wait, once they begin writing, until the first event is set; the second is set when one is waiting."""
+    release, waiting = threading.Event(), threading.Event()
+    write = live.LivePublisher._write_merged
+
+    def held(self: live.LivePublisher, *args: Any, **kwargs: Any) -> int:
+        waiting.set()
+        release.wait(30)
+        return write(self, *args, **kwargs)
+
+    monkeypatch.setattr(live.LivePublisher, "_write_merged", held)
+    yield release, waiting
+    release.set()
+
+
+def _live_writer(store: Store) -> tuple[EpisodeWriter, live.LivePublisher]:
+    """A writer of a new run in ``store``, publishing its live snapshot."""
+    writer = EpisodeWriter(store, store.begin_run({"models": [{"name": "m"}]}, "fp", command="run", version="test", new_run=False), "fp")
+    writer._start_live({})
+    assert writer._publisher is not None
+    return writer, writer._publisher
+
+
+def _flushes(writer: EpisodeWriter, plan: list[tuple[list[EpisodeRecord], list[tuple[str, list[TurnRow]]]]]) -> None:
+    for records, turns in plan:
+        for record in records:
+            writer.submit(record)
+        batch, writer._pending = writer._pending, []
+        writer._write(batch, [(e, "m", "echo", rows) for e, rows in turns], {})
+
+
+def _assert_views_read_the_file(store: Store) -> None:
+    (seen,) = _view_rows(store.path)
+    for table in _TABLES:
+        assert seen[table] == store.con.execute(f"SELECT * FROM {table} ORDER BY ALL").fetchall(), table
+
+
+def _assert_only_listed_folders(path: Path, manifest: dict[str, Any]) -> None:
+    """The snapshot's folder holds the parts the manifest lists, no other (a merge's unfinished or merged-away part)."""
+    assert {p.name for p in live.live_dir(path).iterdir() if p.name.startswith("part-")} == {p["name"] for p in manifest["parts"]}
+
+
+def test_the_writer_goes_on_while_a_merge_is_written(store: Store, blocked: tuple[threading.Event, threading.Event]) -> None:
+    """A merge held in its thread holds no flush: the writer commits and publishes 10 more flushes meanwhile, and the
+    views read every row the file holds; once the merge ends it is swapped in and the next ones run."""
+    release, waiting = blocked
+    writer, publisher = _live_writer(store)
+    plan = _plan(34)
+    _flushes(writer, plan[:2])  # the second flush sets off the first merge, which waits
+    assert waiting.wait(10)
+    _flushes(writer, plan[2:12])
+    assert writer.episodes_written == sum(len(records) for records, _ in plan[:12])
+    manifest = live.read_manifest(store.path)
+    assert manifest is not None and [p["level"] for p in manifest["parts"]] == [0] * 12  # nothing merged yet
+    _assert_views_read_the_file(store)
+    release.set()
+    publisher.settle()
+    publisher.heartbeat({})
+    manifest = live.read_manifest(store.path)
+    assert manifest is not None and [p["level"] for p in manifest["parts"]] == [3, 2], manifest["parts"]  # 8 + 4 flushes
+    _assert_views_read_the_file(store)
+    _assert_only_listed_folders(store.path, manifest)
+
+
+def test_the_end_of_a_run_stops_a_merge_in_flight(store: Store, blocked: tuple[threading.Event, threading.Event]) -> None:
+    """When the writer stops, a merge still being written is stopped and its thread waited for: its folder, which no
+    manifest listed, is gone, and the snapshot is what the last manifest lists."""
+    release, waiting = blocked
+    writer, publisher = _live_writer(store)
+    _flushes(writer, _plan(34)[:2])
+    assert waiting.wait(10)
+    job = publisher._merging
+    assert job is not None and job.thread.is_alive()
+    threading.Timer(0.2, release.set).start()  # the merge goes on once close has asked it to stop
+    writer._stop_live()
+    assert not job.thread.is_alive() and not job.folder.exists()
+    manifest = live.read_manifest(store.path)
+    assert manifest is not None
+    _assert_only_listed_folders(store.path, manifest)
+    assert writer._publisher is None
+
+
+def test_a_merge_that_fails_stops_live_reads_not_the_run(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A merge failing in its thread (here: the disk refuses the file) stops live publishing with a warning at the next
+    flush, as a flush's own failure does; the writer goes on storing episodes."""
+
+    def refused(self: live.LivePublisher, *args: Any, **kwargs: Any) -> int:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(live.LivePublisher, "_write_merged", refused)
+    writer, publisher = _live_writer(store)
+    plan = _plan(34)
+    _flushes(writer, plan[:2])
+    job = publisher._merging
+    assert job is not None
+    job.thread.join(10)
+    _flushes(writer, plan[2:6])
+    assert writer.live_error is not None and "No space left on device" in writer.live_error
+    assert writer._publisher is None and not job.folder.exists()
+    stored = store.con.execute("SELECT count(*) FROM episodes").fetchone()
+    assert stored is not None and stored[0] == writer.episodes_written == sum(len(records) for records, _ in plan[:6])

@@ -18,9 +18,9 @@ deleted a minute later, so a reader that listed them has time to finish. A merge
 at a time, and keeps of them only what a reader still needs: the live turns of episodes still running, and the
 ``finish`` deletions of episodes whose live turns began before the merged flushes (or may come again): its memory
 and time are those of the rows it writes, and its ``deletions`` and ``live_turns`` hold about what is in flight,
-however many flushes it merges. The writer does all of this in
-its own thread, after its DuckDB transaction; readers never touch the DuckDB file or lock anything, so they
-cannot block, slow or corrupt the writer. When the run ends the store removes ``FILE.live/`` after closing
+however many flushes it merges. The writer publishes in its own thread, after its DuckDB transaction, and a
+merge runs in a thread of its own meanwhile (one at a time; stopped when the run ends); readers never touch the DuckDB
+file or lock anything, so they cannot block, slow or corrupt the writer. When the run ends the store removes ``FILE.live/`` after closing
 the file; after a ``kill -9`` it stays behind (the manifest names a dead process) and the next run replaces it.
 """
 
@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import threading
 import time
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
@@ -202,8 +203,28 @@ class _Part:
     rows: dict[str, pa.Table] | None = field(default=None, repr=False)
 
 
+class _Cancelled(Exception):
+    """A merge stopped by ``LivePublisher.close``."""
+
+
+@dataclass
+class _Merge:
+    """A merge running in its own thread: the parts it merges, into which folder, the episodes running when it began."""
+
+    tail: list[_Part]
+    name: str
+    folder: Path
+    running: pa.Array
+    thread: threading.Thread = field(init=False)
+    cancel: threading.Event = field(default_factory=threading.Event)
+    tables: list[str] = field(default_factory=list)  # written so far
+    size: int = 0  # their bytes
+    error: BaseException | None = None
+
+
 class LivePublisher:
-    """Publishes a run file's committed changes to ``FILE.live/``. Every method runs in the writer's thread."""
+    """Publishes a run file's committed changes to ``FILE.live/``. Every method runs in the writer's thread; merges run in
+    a thread of their own (``_merge``); ``close`` stops one in flight."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection, path: Path, run_id: str, fingerprint: str) -> None:
         self.con = con
@@ -218,6 +239,7 @@ class LivePublisher:
         # episodes with live turns published and no finish since -> the flush that published their first (what is in flight)
         self._live_since: dict[str, int] = {}
         self._retired: list[tuple[float, Path]] = []
+        self._merging: _Merge | None = None  # the merge running in its own thread (one at a time)
         self._started = time.time()
         self.bytes_written = 0
 
@@ -297,44 +319,101 @@ class LivePublisher:
         return _Part(name=name, level=level, tables=sorted(rows), first=self._flushes, rows=rows if level == 0 else None)
 
     def _merge(self) -> None:
-        """Merge the trailing parts of one level, 8 at a time, up to ``_MAX_LEVEL``.
+        """Merge parts of one level, 8 at a time, up to ``_MAX_LEVEL``: in a thread of its own, one merge at a time, while
+        the writer goes on committing and publishing flushes (a level-3 merge rewrites 512 flushes' rows: ~5 s, in the
+        writer's thread the finished episodes queued in the engine meanwhile). A merge done since is swapped in here (in
+        the writer's thread: ``_parts`` is only ever changed there), and the next one due is started.
 
         Every table is streamed, one row group of one part at a time, and what is kept of each row is decided from sets the
         size of what is in flight, never from the merged flushes' rows: a merge's memory and time are those of what it
         writes. A ``finish`` deletion hides an episode's live turns wherever they are; within the merged part they are
         dropped (the episode is not running any more), so it is kept only when some may be outside: published before the
         merged flushes (``since`` earlier than the first), an earlier run's or to come (a retry; ``since`` -1), or the
-        episode is running again now. The views read the same rows before and after (tests/engine/test_live_merges.py)."""
-        while True:
-            level = self._parts[-1].level
-            tail = [p for p in self._parts[-_FANOUT:] if p.level == level]
-            if level >= _MAX_LEVEL or len(tail) < _FANOUT:
+        episode was running when the merge began. What the merge writes is what it would have written had it run then, in
+        the writer's thread; the parts published meanwhile come after it either way. The views read the same rows before
+        and after (tests/engine/test_live_merges.py)."""
+        job = self._merging
+        if job is not None:
+            if job.thread.is_alive():
                 return
-            later = _replaced_later([self._replaced(p) for p in tail])
-            running = pa.array(sorted(self._live_since), pa.string())  # episodes with live turns and no finish since
-            first = tail[0].first
-            name, folder = self._new_folder()
-            tables = []
+            self._merging = None
+            self._swap(job)
+        tail = self._due()
+        if tail is None:
+            return
+        name, folder = self._new_folder()
+        job = _Merge(tail=tail, name=name, folder=folder, running=pa.array(sorted(self._live_since), pa.string()))
+        job.thread = threading.Thread(target=self._run_merge, args=(job,), name="live-merge", daemon=True)
+        self._merging = job
+        job.thread.start()
+
+    def _due(self) -> list[_Part] | None:
+        """The first run of ``_FANOUT`` parts of one level below ``_MAX_LEVEL`` (levels never rise along ``_parts``)."""
+        for i in range(len(self._parts) - _FANOUT + 1):
+            level = self._parts[i].level
+            if level < _MAX_LEVEL and all(p.level == level for p in self._parts[i : i + _FANOUT]):
+                return self._parts[i : i + _FANOUT]
+        return None
+
+    def _run_merge(self, job: _Merge) -> None:
+        """The merge thread: writes ``job``'s part (its tables and bytes in ``job``; what went wrong in ``job.error``)."""
+        try:
+            later = _replaced_later([self._replaced(p) for p in job.tail])
+            first = job.tail[0].first
             for table in (*LIVE_TABLES, "deletions"):
-                batches = (self._drop(table, rows, later[i], running, first) for i, p in enumerate(tail) for rows in self._batches(p, table))
-                if self._write_merged(folder / f"{table}.parquet", batches, keep_empty=table == "deletions"):
-                    tables.append(table)
-            self._parts[-_FANOUT:] = [_Part(name=name, level=level + 1, tables=sorted(tables), first=first)]
-            self._retired += [(time.monotonic() + _GRACE_S, self.root / p.name) for p in tail]
+                batches = (self._drop(table, rows, later[i], job.running, first)
+                           for i, p in enumerate(job.tail) for rows in self._batches(p, table, job.cancel))  # fmt: skip
+                size = self._write_merged(job.folder / f"{table}.parquet", batches, keep_empty=table == "deletions")
+                if size:
+                    job.tables.append(table)
+                    job.size += size
+        except BaseException as exc:  # noqa: BLE001 - raised in the writer's thread when the merge is swapped in
+            job.error = exc
+        finally:
             # Arrow's allocator (mimalloc) keeps what it freed for reuse: after a merge, which read and wrote far more than a
             # flush does, that was tens of MB of RSS kept for the rest of the run (~1.6 ms; in this thread, which allocated it)
             pa.default_memory_pool().release_unused()
 
+    def _swap(self, job: _Merge) -> None:
+        """Put ``job``'s merged part in place of the parts it merged (or raise what stopped it: publishing stops)."""
+        if job.error is not None:
+            shutil.rmtree(job.folder, ignore_errors=True)
+            raise job.error
+        at = next(i for i, p in enumerate(self._parts) if p is job.tail[0])
+        self._parts[at : at + _FANOUT] = [_Part(name=job.name, level=job.tail[0].level + 1, tables=sorted(job.tables), first=job.tail[0].first)]
+        self._retired += [(time.monotonic() + _GRACE_S, self.root / p.name) for p in job.tail]
+        self.bytes_written += job.size
+
+    def settle(self) -> None:
+        """Run every merge due to its end (each swapped in): the parts as merging them in the writer's thread left them."""
+        while True:
+            job = self._merging
+            if job is not None:
+                job.thread.join()
+            self._merge()
+            if self._merging is None:
+                return
+
+    def close(self) -> None:
+        """Stop a merge in flight and wait for its thread (the run is ending, or publishing stops); its folder, which no
+        manifest listed, is removed. The published snapshot stays as the last manifest lists it."""
+        job, self._merging = self._merging, None
+        if job is not None:
+            job.cancel.set()
+            job.thread.join()
+            shutil.rmtree(job.folder, ignore_errors=True)
+
     def _replaced(self, part: _Part) -> set[str]:
         """The episodes whose earlier attempt ``part`` replaced (a retry: few), its deletions streamed."""
         out: set[str] = set()
-        for dels in self._batches(part, "deletions"):
+        for dels in self._batches(part, "deletions", threading.Event()):
             out.update(pc.filter(dels["episode_id"], pc.equal(dels["kind"], "replace")).to_pylist())
         return out
 
-    def _batches(self, part: _Part, table: str) -> Iterable[pa.Table]:
+    def _batches(self, part: _Part, table: str, cancel: threading.Event) -> Iterable[pa.Table]:
         """``table``'s rows in ``part``, a row group at a time: a merge holds one of them, not every part's rows (a level-3
-        merge reads 512 flushes: read whole, the rows of minutes of a run were in memory at once)."""
+        merge reads 512 flushes: read whole, the rows of minutes of a run were in memory at once). Raises ``_Cancelled``
+        once ``cancel`` is set."""
         if table not in part.tables:
             return
         if part.rows is not None:
@@ -342,6 +421,8 @@ class LivePublisher:
             return
         source = pq.ParquetFile(self.root / part.name / f"{table}.parquet")
         for group in range(source.num_row_groups):  # in this thread: its allocator's pages are given back after the merge
+            if cancel.is_set():
+                raise _Cancelled
             yield source.read_row_group(group, use_threads=False)
 
     @staticmethod
@@ -356,9 +437,9 @@ class LivePublisher:
                                       pc.is_in(rows["episode_id"], value_set=running)))  # fmt: skip
         return rows
 
-    def _write_merged(self, path: Path, pieces: Iterable[pa.Table], *, keep_empty: bool) -> bool:
+    def _write_merged(self, path: Path, pieces: Iterable[pa.Table], *, keep_empty: bool) -> int:
         """Write ``pieces`` (one schema) to one zstd Parquet file, a row group per ``_MERGED_GROUP_BYTES`` or so, holding
-        no more than that at once; False (no file) when they hold no rows and not ``keep_empty``."""
+        no more than that at once; its bytes, 0 (no file) when they hold no rows and not ``keep_empty``."""
         writer: pq.ParquetWriter | None = None
         held: list[pa.Table] = []
         size = 0
@@ -378,12 +459,11 @@ class LivePublisher:
             if writer is not None:
                 writer.close()
         if writer is None:
-            return False
+            return 0
         if not keep_empty and pq.ParquetFile(path).metadata.num_rows == 0:
             path.unlink()
-            return False
-        self.bytes_written += path.stat().st_size
-        return True
+            return 0
+        return path.stat().st_size
 
     def _collect(self) -> None:
         now = time.monotonic()

@@ -162,6 +162,8 @@ class EpisodeWriter:
             self._pending.clear()
             if self._on_failure is not None:
                 self._on_failure(self.failure)
+        finally:  # a live snapshot's merge in flight is stopped before the store closes (and removes the snapshot)
+            await asyncio.to_thread(self._stop_live)
 
     async def _drain_batches(self) -> None:
         await asyncio.to_thread(self._start_live, self._progress())
@@ -199,8 +201,14 @@ class EpisodeWriter:
         try:
             action(self._publisher)
         except (OSError, duckdb.Error, pa.ArrowException) as exc:
-            self._publisher = None
+            self._stop_live()
             self.live_error = f"live reads of {self.store.path} stopped: {exc}"
+
+    def _stop_live(self) -> None:
+        """Stop publishing: a merge in flight is stopped and waited for (in the writer's thread, or once it has ended)."""
+        publisher, self._publisher = self._publisher, None
+        if publisher is not None:
+            publisher.close()
 
     def _live_table(self, kept: list[tuple[str, str, str, list[TurnRow]]]) -> pa.Table:
         rows = [t for _, _, _, turns in kept for t in turns]
