@@ -19,16 +19,20 @@ finished (those reached), the peak and where it came (episodes finished then), t
 the most requests in flight at once, calls, retries (and how many of them were connection backpressure), the
 end-of-run lines about the pace, and episodes lost (planned minus completed); then the load average: the cores may be
 shared. Each figure of memory says where it was: resident in DuckDB's own allocator (its jemalloc), taken by glibc's malloc
-(``mallinfo2``), allocated by Arrow, and Python's own blocks (the rest of RSS: Python's arenas, code, libraries); and
-the writer's transactions and the most episodes one held. ``--csv FILE`` writes the samples; ``--checkpoint-mb``
-tries another WAL size for the writer's checkpoints than the engine's.
+(``mallinfo2``), allocated by Arrow, and Python's own blocks; and, a line under it (``_rss_parts.py``), RSS split into
+anonymous and file-backed (the libraries' code and data, paged in as it first runs), malloc in use and kept free,
+Python's pymalloc arenas, what Arrow's allocator holds resident (its mimalloc arena: allocated or kept for reuse) and
+the anonymous memory none of these holds; those two dearer parts are sampled every ``--detail-s`` seconds (and at
+admission), and a table at the end gives, per window of episodes finished, the split of the lowest and the highest of
+those samples. Then the writer's transactions and the most episodes one held. ``--csv FILE`` writes the samples (the
+detail columns empty between detail samples); ``--checkpoint-mb`` tries another WAL size for the writer's
+checkpoints than the engine's.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import ctypes
 import os
 import resource
 import socket
@@ -41,27 +45,22 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from _rss_parts import arrow_resident, malloc_split, pymalloc, status
 from _support import duckdb_resident, load_average, rss_mb
 
 TURNS = 2
 MILESTONES = (10_000, 100_000, 1_000_000)
 
 
-class _MallInfo2(ctypes.Structure):
-    _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
-
-
 def _allocators() -> Callable[[], tuple[float, float]]:
     """A function returning (MB DuckDB's own allocator holds resident, MB glibc's malloc has taken from the system):
     DuckDB's Linux builds carry jemalloc (-1 when absent), Python and the other libraries use glibc's malloc
-    (``mallinfo2``: its arenas and its mmapped chunks)."""
-    libc = ctypes.CDLL("libc.so.6")
-    libc.mallinfo2.restype = _MallInfo2
+    (``mallinfo2``: its arenas and its mmapped chunks, in use or kept free)."""
+    malloc = malloc_split()
     duckdb_mb = duckdb_resident()
 
     def sample() -> tuple[float, float]:
-        info = libc.mallinfo2()
-        return duckdb_mb(), (info.arena + info.hblkhd) / 2**20
+        return duckdb_mb(), sum(malloc())
 
     return sample
 
@@ -108,7 +107,7 @@ def _count_connections() -> list[int]:
 
 
 async def _run(args: argparse.Namespace, base_url: str, samples: list[tuple[float, int, int, float]],
-               parts: list[tuple[float, float, float, int]]) -> dict[str, Any]:
+               parts: list[tuple[float, float, float, int]], fine: list[tuple[float, ...]]) -> dict[str, Any]:
     from agentbench_async.config import build_config
     from agentbench_async.scheduler import Evaluation
 
@@ -133,6 +132,9 @@ async def _run(args: argparse.Namespace, base_url: str, samples: list[tuple[floa
     import pyarrow as pa
 
     allocators = _allocators()
+    malloc = malloc_split()
+    arrow = arrow_resident()
+    detail_at = [0.0, 0.0]  # the last detail sample's time, whether one was taken at admission
 
     def sample() -> None:
         while not stop.wait(args.sample_s):
@@ -140,6 +142,16 @@ async def _run(args: argparse.Namespace, base_url: str, samples: list[tuple[floa
             samples.append((time.monotonic() - t0, sum(r.done for r in rows), sum(r.in_flight for r in rows), rss_mb()))
             # where it is: DuckDB's allocator, glibc's malloc, Python's own blocks (records waiting for the writer show there)
             parts.append((*allocators(), pa.total_allocated_bytes() / 2**20, sys.getallocatedblocks()))
+            # finer (_rss_parts.py): anonymous / file-backed / shared RSS, threads, malloc in use / kept free; every
+            # --detail-s, pymalloc's arenas and blocks (it walks the arenas holding the GIL: timed) and Arrow's arena
+            st = status()
+            detail: tuple[float, ...] = (-1.0,) * 5
+            admitted = not detail_at[1] and samples[-1][2] >= min(args.concurrency, args.episodes)
+            if admitted or samples[-1][0] - detail_at[0] >= args.detail_s:
+                detail_at[0], detail_at[1] = samples[-1][0], detail_at[1] or admitted
+                c = time.perf_counter()
+                detail = (*pymalloc(), arrow(), (time.perf_counter() - c) * 1e3)
+            fine.append((st["RssAnon"], st["RssFile"], st["RssShmem"], st["Threads"], *malloc(), *detail))
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
@@ -186,6 +198,58 @@ def _count(path: Path, sql: str) -> int:
         con.close()
 
 
+_FINE = ("rss_anon_mb", "rss_file_mb", "rss_shmem_mb", "threads", "malloc_in_use_mb", "malloc_free_mb", "pymalloc_arenas_mb",
+         "pymalloc_blocks_mb", "pymalloc_free_blocks_mb", "arrow_arena_mb", "detail_ms")  # fmt: skip
+
+
+def _cell(x: float) -> str:
+    return "" if x < 0 else f"{x:.1f}"  # -1: not sampled (the detail columns between --detail-s)
+
+
+def _rest(i: int, parts: list[tuple[float, float, float, int]], fine: list[tuple[float, ...]]) -> float:
+    """Anonymous RSS that no allocator measured holds at detail sample i: RssAnon - DuckDB's allocator - malloc's
+    total - pymalloc's arenas - Arrow's arena (thread stacks, other mmaps, what the measures miss)."""
+    anon, malloc_total = fine[i][0], fine[i][4] + fine[i][5]
+    return anon - max(parts[i][0], 0) - malloc_total - fine[i][6] - max(fine[i][9], 0)
+
+
+def _finer(i: int, samples: list[tuple[float, int, int, float]], parts: list[tuple[float, float, float, int]],
+           fine: list[tuple[float, ...]]) -> str:
+    """Sample i's RSS split further, a line under its figure (the detail columns from the detail sample nearest in time)."""
+    if i >= len(fine):
+        return ""
+    anon, file, shmem, threads, used, free = fine[i][:6]
+    line = f"    anonymous {anon:.0f} MB, file-backed {file:.0f} MB (libraries' pages), shared {shmem:.0f} MB; {threads:.0f} threads; malloc {used:.0f} MB in use + {free:.0f} MB free kept"
+    near = [k for k in range(len(fine)) if fine[k][6] >= 0]
+    if near:
+        k = min(near, key=lambda k: abs(samples[k][0] - samples[i][0]))
+        line += (f"; at {samples[k][0]:.0f} s: pymalloc arenas {fine[k][6]:.0f} MB ({fine[k][7]:.0f} MB in blocks), Arrow's arena "
+                 f"{fine[k][9]:.0f} MB resident, anonymous no allocator holds {_rest(k, parts, fine):.0f} MB")  # fmt: skip
+    return line
+
+
+def _print_windows(episodes: int, samples: list[tuple[float, int, int, float]], parts: list[tuple[float, float, float, int]],
+                   fine: list[tuple[float, ...]]) -> None:
+    """Per window of episodes finished (50,000, or a tenth of a shorter run): the detail sample of lowest and of
+    highest RSS, split: which part carries a creep of the lows or a high."""
+    detailed = [i for i in range(min(len(samples), len(fine))) if fine[i][6] >= 0]
+    if not detailed:
+        return
+    width = 50_000 if episodes >= 500_000 else max(episodes // 10, 1)
+    costs = sorted(fine[i][10] for i in detailed)
+    print(f"detail samples (every {samples[detailed[1]][0] - samples[detailed[0]][0] if len(detailed) > 1 else 0:.0f} s): {len(detailed)}, "
+          f"{costs[len(costs) // 2]:.0f} ms median, {costs[-1]:.0f} ms the most (pymalloc's walk holds the GIL)")  # fmt: skip
+    print("window (finished)   low/high  RSS   anon  file  DuckDB  malloc used+free  pymalloc arenas (blocks)  Arrow arena  rest of anon  threads")
+    for lo in range(0, episodes, width):
+        inside = [i for i in detailed if lo <= samples[i][1] < lo + width]
+        if not inside:
+            continue
+        for name, i in (("low", min(inside, key=lambda i: samples[i][3])), ("high", max(inside, key=lambda i: samples[i][3]))):
+            f = fine[i]
+            print(f"{lo:>9,}-{lo + width:<9,} {name:>4}  {samples[i][3]:5.0f} {f[0]:5.0f} {f[1]:5.0f} {parts[i][0]:6.0f} {f[4]:7.0f}+{f[5]:<4.0f}"
+                  f"      {f[6]:6.0f} ({f[7]:4.0f})        {f[9]:8.0f} {_rest(i, parts, fine):12.0f} {f[3]:8.0f}")  # fmt: skip
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--episodes", type=int, default=1_000_000)
@@ -196,6 +260,7 @@ def main() -> None:
     p.add_argument("--server-connections", type=int, help="the mock's open-files limit (soft and hard): connections it takes")
     p.add_argument("--checkpoint-mb", type=int, help="the WAL the writer lets grow before it checkpoints (default: the engine's, store/db.py)")
     p.add_argument("--sample-s", type=float, default=1.0)
+    p.add_argument("--detail-s", type=float, default=10.0, help="seconds between the samples of pymalloc's arenas and Arrow's arena (dearer)")
     p.add_argument("--out", help="folder for the DuckDB file (default: a temporary one)")
     p.add_argument("--csv", help="write the samples (seconds, finished, in flight, RSS MB) to this file")
     args = p.parse_args()
@@ -208,16 +273,19 @@ def main() -> None:
     mock, url = _start_mock(args.latency_ms, args.server_connections)
     samples: list[tuple[float, int, int, float]] = []
     parts: list[tuple[float, float, float, int]] = []
+    fine: list[tuple[float, ...]] = []
     try:
         with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-            r = runner.run(_run(args, url, samples, parts))
+            r = runner.run(_run(args, url, samples, parts, fine))
     finally:
         mock.terminate()
         mock.wait()
     s = r["summary"]
     if args.csv:
-        Path(args.csv).write_text("seconds,finished,in_flight,rss_mb,duckdb_allocator_mb,malloc_mb,arrow_mb,python_blocks\n"
-                                  + "".join(f"{t:.1f},{d},{f},{m:.1f},{j:.1f},{g:.1f},{a:.1f},{b}\n" for (t, d, f, m), (j, g, a, b) in zip(samples, parts)))
+        Path(args.csv).write_text("seconds,finished,in_flight,rss_mb,duckdb_allocator_mb,malloc_mb,arrow_mb,python_blocks,"
+                                  + ",".join(_FINE) + "\n"
+                                  + "".join(f"{t:.1f},{d},{f},{m:.1f},{j:.1f},{g:.1f},{a:.1f},{b}," + ",".join(_cell(x) for x in x9) + "\n"
+                                            for (t, d, f, m), (j, g, a, b), x9 in zip(samples, parts, fine)))  # fmt: skip
 
     def held(i: int) -> str:  # where sample i's memory was
         j, g, a, b = parts[i]
@@ -232,14 +300,17 @@ def main() -> None:
     if admitted is not None:
         print(f"RSS when {args.concurrency:,} were first in flight ({admitted[0]:.0f} s, {admitted[1]:,} finished): {admitted[2]:.0f} MB"
               + held(first))  # fmt: skip
+        print(_finer(first, samples, parts, fine))
     for mark in MILESTONES:
         at = next((i for i, (t, d, f, m) in enumerate(samples) if d >= mark), None)
         if at is not None:
             print(f"RSS at {mark:,} finished ({samples[at][0]:.0f} s): {samples[at][3]:.0f} MB" + held(at))
+            print(_finer(at, samples, parts, fine))
     if peak is not None:
         above = f", {peak[3] - admitted[2]:+.0f} MB against the RSS at admission" if admitted is not None else ""
         print(f"peak RSS (sampled) {peak[3]:.0f} MB at {peak[1]:,} finished ({peak[0]:.0f} s){above}{held(top)}; last sample {samples[-1][3]:.0f} MB; "
               f"ru_maxrss {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")  # fmt: skip
+        print(_finer(top, samples, parts, fine))
     print(f"the writer: {r['flushes'][0]:,} transactions, the largest {r['flushes'][1]:,} episodes")
     completed = s.statuses.get("completed", 0)
     print(f"connections opened {r['opened']:,}; most in flight {max((f for _, _, f, _ in samples), default=0):,} episodes; "
@@ -248,6 +319,7 @@ def main() -> None:
           f"{args.episodes - completed:,}")  # fmt: skip
     for line in r["pace"]:
         print(line)
+    _print_windows(args.episodes, samples, parts, fine)
 
 
 if __name__ == "__main__":
