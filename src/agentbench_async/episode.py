@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -106,14 +106,21 @@ def _observation_text(messages: list[Message], injected: frozenset[int] = frozen
     return f"{mark}\n{text}" if own else mark
 
 
-async def run_episode(env: Environment, spec: EpisodeSpec, agent: AgentFn, judge: AgentFn | None = None,
-                      live: Callable[[list[TurnRow]], None] | None = None) -> EpisodeRecord:  # fmt: skip
-    """Run one episode to its end and return its record (see ``_run_episode``); with a wall-time limit
+def run_episode(env: Environment, spec: EpisodeSpec, agent: AgentFn, judge: AgentFn | None = None,
+                live: Callable[[list[TurnRow]], None] | None = None) -> Coroutine[Any, Any, EpisodeRecord]:  # fmt: skip
+    """Run one episode to its end (``await`` it) and return its record (see ``_run_episode``); with a wall-time limit
     (``episode_limits.seconds``) an episode still running at it is stopped where it is and ends
-    ``episode_limit_exceeded`` (its calls and turns so far kept)."""
+    ``episode_limit_exceeded`` (its calls and turns so far kept). A plain function handing back the episode's
+    coroutine: an episode in flight holds no coroutine of this one's (10,000 in flight: ~3 MB)."""
     seconds = spec.limits.seconds if spec.limits is not None else None
     if seconds is None:
-        return await _run_episode(env, spec, agent, judge, live)
+        return _run_episode(env, spec, agent, judge, live)
+    return _run_limited(env, spec, agent, judge, live, seconds)
+
+
+async def _run_limited(env: Environment, spec: EpisodeSpec, agent: AgentFn, judge: AgentFn | None,
+                       live: Callable[[list[TurnRow]], None] | None, seconds: float) -> EpisodeRecord:  # fmt: skip
+    """``_run_episode`` stopped at ``seconds`` of wall time (``episode_limit_exceeded``)."""
     deadline = asyncio.timeout(seconds)
     try:
         async with deadline:
@@ -142,16 +149,19 @@ async def _run_episode(env: Environment, spec: EpisodeSpec, agent: AgentFn, judg
     n_turns = 0
     shape = history_policy(spec.history)
 
-    async def judge_fn(messages: list[Message]) -> ModelReply:
-        assert judge is not None
-        step_turn = _STEP_TURN.get()
-        return await judge(messages, None, turn if step_turn is None else step_turn, calls, "judge")
+    judge_fn: Callable[[list[Message]], Awaitable[ModelReply]] | None = None
+    if judge is not None:  # (a closure an episode in flight holds only where there is a judge)
+
+        async def judge_fn(messages: list[Message]) -> ModelReply:
+            assert judge is not None
+            step_turn = _STEP_TURN.get()
+            return await judge(messages, None, turn if step_turn is None else step_turn, calls, "judge")
 
     ctx = EpisodeContext(
         episode_id=spec.episode_id,
         action_mode=spec.action_mode,  # type: ignore[arg-type]
         seed=spec.seed,
-        judge=judge_fn if judge is not None else None,
+        judge=judge_fn,
         options=spec.options,
         model_seconds=lambda: sum(c.latency_ms for c in calls if c.caller == "agent" and c.batch_id is None) / 1000,
         queued_seconds=lambda: sum(c.server_queue_ms or 0.0 for c in calls if c.caller == "agent" and c.batch_id is None) / 1000,

@@ -306,27 +306,24 @@ class ModelClient(abc.ABC):
         estimate = self._precheck(messages, tools)
         first = 1
         for resent in range(_MAX_ADAPTATIONS + 1):
-            url, headers, body = self._request(messages, tools)
-            if task_header and self.config.task_header:
-                headers.update(task_header)
-            payload = dumps_body(body)
+            request = _Request(messages, tools, task_header if task_header and self.config.task_header else None)
             try:
                 # The first attempt straight from here (no coroutine in between: each one is resumed again at every
                 # wait of the HTTP exchange) and outside tenacity: most calls succeed, and the retry machinery costs ~50 us.
                 try:
-                    return await self._attempt(url, headers, payload, estimate, calls, turn, first, caller, body)
+                    return await self._attempt(request, estimate, calls, turn, first, caller)
                 except RetryableModelError as exc:
                     failure = exc
-                return await self._retry(url, headers, payload, body, estimate, calls, turn, caller, first, failure)
+                return await self._retry(request, estimate, calls, turn, caller, first, failure)
             except _Adapted as exc:  # the server refused a field left to the engine: once more with it adapted
                 first = len([c for c in calls if c.turn == turn and c.caller == caller]) + 1
                 if resent == _MAX_ADAPTATIONS:
                     raise ModelError(f"{self.config.name}: the server refused the request after adapting it: {exc}", fatal=True) from None
         raise AssertionError("unreachable")  # pragma: no cover
 
-    async def _retry(self, url: str, headers: dict[str, str], payload: bytes, body: dict[str, Any], estimate: int,
-                     calls: list[CallRow], turn: int, caller: str, first: int, failure: RetryableModelError) -> ModelReply:  # fmt: skip
-        """The retries of a request whose attempt ``first`` failed with ``failure``."""
+    async def _retry(self, request: _Request, estimate: int, calls: list[CallRow], turn: int, caller: str, first: int,
+                     failure: RetryableModelError) -> ModelReply:  # fmt: skip
+        """The retries of ``request``, whose attempt ``first`` failed with ``failure`` (each sends the same bytes)."""
         attempt_no = first
         last_refusal = getattr(failure, "signature", None)
         # failed attempts counted towards max_retries: a connection the loaded server refused is not one (_Backpressure)
@@ -346,7 +343,7 @@ class ModelClient(abc.ABC):
                     attempt_no += 1
                     self.stats["retries"] += 1
                     try:
-                        return await self._attempt(url, headers, payload, estimate, calls, turn, attempt_no, caller, body)
+                        return await self._attempt(request, estimate, calls, turn, attempt_no, caller)
                     except _Backpressure:
                         raise
                     except _Refused as exc:
@@ -381,31 +378,34 @@ class ModelClient(abc.ABC):
             )
         return estimate
 
-    async def _attempt(
-        self,
-        url: str,
-        headers: dict[str, str],
-        payload: bytes,
-        estimate: int,
-        calls: list[CallRow],
-        turn: int,
-        attempt_no: int,
-        caller: str,
-        sent: dict[str, Any],
-    ) -> ModelReply:
+    def _build(self, request: _Request) -> None:
+        """The URL, headers and JSON body of ``request`` (provider's ``_request``, the task headers)."""
+        url, headers, body = self._request(request.messages, request.tools)
+        if request.task_header:
+            headers.update(request.task_header)
+        request.url, request.headers, request.body, request.payload = url, headers, body, dumps_body(body)
+
+    async def _attempt(self, request: _Request, estimate: int, calls: list[CallRow], turn: int, attempt_no: int, caller: str) -> ModelReply:
         row = CallRow(turn=turn, attempt=attempt_no, http_status=None, latency_ms=0.0, caller=caller, model=self.config.name)
         calls.append(row)
         start = time.perf_counter()
         try:
             async with self.limits.slot(estimate + self.config.max_tokens) as slot:
-                row.started_at = now()
                 admitted = time.perf_counter()
-                row.queue_ms, start = (admitted - start) * 1000, admitted  # the wait in our limiter, not latency
+                if request.payload is None:  # built once a place is free (_Request), outside the wait and the latency
+                    try:
+                        self._build(request)
+                    except BaseException:
+                        calls.remove(row)  # nothing was sent: no row, as when the request was built before its attempt
+                        raise
+                row.started_at = now()
+                row.queue_ms, start = (admitted - start) * 1000, time.perf_counter()  # the wait in our limiter, not latency
+                url, sent = request.url, request.body
                 sent_at = asyncio.get_running_loop().time()  # the limits' clock (a test's loop may run on virtual time)
                 in_use = self.limits.in_flight  # requests in flight with this one: too many, should its connection be refused
                 self.stats["calls"] += 1
                 try:
-                    async with self.session.post(url, data=payload, headers=headers, timeout=self._timeout, **self._via) as resp:
+                    async with self.session.post(url, data=request.payload, headers=request.headers, timeout=self._timeout, **self._via) as resp:
                         row.http_status = resp.status
                         try:
                             raw = await read_body(resp, self.config.max_response_bytes)
@@ -623,6 +623,21 @@ def adaptations(stats: Mapping[str, Any]) -> list[str]:
 
 class _Adapted(Exception):
     """The server refused a field the config left to the engine; it was adapted: send the request again."""
+
+
+class _Request:
+    """One request of a call: its messages until it is built (``ModelClient._build``: URL, headers, JSON body) when its
+    first attempt gets a place in the model's limits; its retries send the same bytes. Most of 10,000 episodes in
+    flight wait for one of 1,000 connections: waiting, a request holds no body, headers or JSON of its own."""
+
+    __slots__ = ("messages", "tools", "task_header", "url", "headers", "body", "payload")
+
+    def __init__(self, messages: list[Message], tools: list[dict[str, Any]] | None, task_header: dict[str, str] | None) -> None:
+        self.messages, self.tools, self.task_header = messages, tools, task_header
+        self.url = ""
+        self.headers: dict[str, str] = {}
+        self.body: dict[str, Any] = {}
+        self.payload: bytes | None = None
 
 
 BACKPRESSURE_NOTE = "connection refused or timed out while the server answered others: backpressure, not counted towards max_retries"
