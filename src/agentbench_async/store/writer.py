@@ -48,6 +48,19 @@ LiveSink = Callable[[list[TurnRow]], None]
 _RUN_AGAIN = frozenset(RETRY_ON_RESUME)  # statuses a retry within the run or a resume runs again
 
 
+def _arrow_pool_that_gives_back() -> str:
+    """Make Arrow allocate this process's buffers from jemalloc, which gives freed pages back to the system at once (the
+    decay Arrow sets for it: 0 ms), whichever thread freed them; the pool's name. Arrow's default on Linux, mimalloc,
+    keeps what a thread freed in that thread's heap: the writer builds its tables in whichever thread of asyncio's
+    executor runs the flush and the live snapshot's merges in threads of their own, and over a million episodes
+    mimalloc's arena held 2 -> 113 MB resident (183 MB at a merge) for ~20 MB allocated (docs/performance.md). Left as
+    it is where the user chose a pool (``ARROW_DEFAULT_MEMORY_POOL``) or Arrow was built without jemalloc."""
+    if not os.environ.get("ARROW_DEFAULT_MEMORY_POOL"):
+        with contextlib.suppress(NotImplementedError):
+            pa.set_memory_pool(pa.jemalloc_memory_pool())
+    return pa.default_memory_pool().backend_name
+
+
 def _columns(objects: list[Any], names: tuple[str, ...]) -> dict[str, list[Any]]:
     """The attributes ``names`` of ``objects`` as one list per name (a C-level pass per name: ~1.3x faster than
     transposing a tuple of every object's values)."""
@@ -129,6 +142,7 @@ class EpisodeWriter:
         self.write_seconds = 0.0
 
     def start(self) -> None:
+        _arrow_pool_that_gives_back()
         self._task = asyncio.create_task(self._drain(), name="duckdb-writer")
 
     def submit(self, record: EpisodeRecord) -> None:
