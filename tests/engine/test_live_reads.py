@@ -112,8 +112,9 @@ def test_queries_every_100ms_during_a_run_at_concurrency_500(tmp_path: Path, moc
         final = set(res.sql("SELECT episode_id FROM episodes")["episode_id"].to_list())
         assert res.live_files == [] and res.sql("SELECT count(*) FROM live_turns").item() == 0
     assert len(final) == 3000 and seen <= final
-    # the reads happened while the run was writing, and saw it progress
-    assert live_answers >= 5 and any(0 < n < 3000 for n in counts), counts
+    # the reads happened while the run was writing (several answers from the live snapshot: each read opens the views anew,
+    # ~0.3-1 s on 2 busy cores, and the run lasts a few seconds: 4 answers on a loaded machine), and saw it progress
+    assert live_answers >= 3 and any(0 < n < 3000 for n in counts), counts
 
 
 @pytest.mark.parametrize("mock_url", [300], indirect=True)  # a slow model: 300 ms a reply

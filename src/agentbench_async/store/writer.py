@@ -49,8 +49,10 @@ _RUN_AGAIN = frozenset(RETRY_ON_RESUME)  # statuses a retry within the run or a 
 
 
 def _arrow_pool_that_gives_back() -> str:
-    """Make Arrow allocate this process's buffers from jemalloc, which gives freed pages back to the system at once (the
-    decay Arrow sets for it: 0 ms), whichever thread freed them; the pool's name. Arrow's default on Linux, mimalloc,
+    """Make pyarrow's own calls in this process (the writer's tables) allocate from jemalloc, which gives freed pages back
+    to the system within about a second, whichever thread freed them; the pool's name. Arrow's C++ code that takes its
+    default pool itself (the Parquet reads and writes of the live snapshot) keeps the one ``ARROW_DEFAULT_MEMORY_POOL``
+    named when Arrow first used it: set it to jemalloc in the environment for all of it (docs/performance.md). Arrow's default on Linux, mimalloc,
     keeps what a thread freed in that thread's heap: the writer builds its tables in whichever thread of asyncio's
     executor runs the flush and the live snapshot's merges in threads of their own, and over a million episodes
     mimalloc's arena held 2 -> 113 MB resident (183 MB at a merge) for ~20 MB allocated (docs/performance.md). Left as
