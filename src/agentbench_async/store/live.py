@@ -358,7 +358,7 @@ class LivePublisher:
     def _run_merge(self, job: _Merge) -> None:
         """The merge thread: writes ``job``'s part (its tables and bytes in ``job``; what went wrong in ``job.error``)."""
         try:
-            later = _replaced_later([self._replaced(p) for p in job.tail])
+            later = _replaced_later([self._replaced(p, job.cancel) for p in job.tail])
             first = job.tail[0].first
             for table in (*LIVE_TABLES, "deletions"):
                 batches = (self._drop(table, rows, later[i], job.running, first)
@@ -403,10 +403,10 @@ class LivePublisher:
             job.thread.join()
             shutil.rmtree(job.folder, ignore_errors=True)
 
-    def _replaced(self, part: _Part) -> set[str]:
+    def _replaced(self, part: _Part, cancel: threading.Event) -> set[str]:
         """The episodes whose earlier attempt ``part`` replaced (a retry: few), its deletions streamed."""
         out: set[str] = set()
-        for dels in self._batches(part, "deletions", threading.Event()):
+        for dels in self._batches(part, "deletions", cancel):
             out.update(pc.filter(dels["episode_id"], pc.equal(dels["kind"], "replace")).to_pylist())
         return out
 

@@ -50,13 +50,12 @@ _RUN_AGAIN = frozenset(RETRY_ON_RESUME)  # statuses a retry within the run or a 
 
 def _arrow_pool_that_gives_back() -> str:
     """Make pyarrow's own calls in this process (the writer's tables) allocate from jemalloc, which gives freed pages back
-    to the system within about a second, whichever thread freed them; the pool's name. Arrow's C++ code that takes its
-    default pool itself (the Parquet reads and writes of the live snapshot) keeps the one ``ARROW_DEFAULT_MEMORY_POOL``
-    named when Arrow first used it: set it to jemalloc in the environment for all of it (docs/performance.md). Arrow's default on Linux, mimalloc,
-    keeps what a thread freed in that thread's heap: the writer builds its tables in whichever thread of asyncio's
-    executor runs the flush and the live snapshot's merges in threads of their own, and over a million episodes
-    mimalloc's arena held 2 -> 113 MB resident (183 MB at a merge) for ~20 MB allocated (docs/performance.md). Left as
-    it is where the user chose a pool (``ARROW_DEFAULT_MEMORY_POOL``) or Arrow was built without jemalloc."""
+    to the system within about a second, whichever thread freed them; the pool's name. Arrow's default on Linux,
+    mimalloc, keeps what a thread freed in that thread's heap, and the writer's flushes run in whichever thread of
+    asyncio's executor is free: over a million episodes its arena held 2 -> 113 MB resident for ~20 MB allocated. Left
+    as it is where the user chose a pool (``ARROW_DEFAULT_MEMORY_POOL``) or Arrow was built without jemalloc. Arrow's
+    C++ code that takes its default pool itself (the live snapshot's Parquet reads and writes) keeps the pool that
+    variable named when Arrow first used it: set it to jemalloc for all of it (docs/performance.md)."""
     if not os.environ.get("ARROW_DEFAULT_MEMORY_POOL"):
         with contextlib.suppress(NotImplementedError):
             pa.set_memory_pool(pa.jemalloc_memory_pool())
