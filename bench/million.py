@@ -168,7 +168,7 @@ async def _run(args: argparse.Namespace, base_url: str, samples: list[tuple[floa
         "pace": summary.pace.lines(cfg.models, cfg.judge, cfg.max_concurrency),
         "backpressure": _count(out, "SELECT count(*) FROM model_calls WHERE note LIKE '%backpressure%'"),
         "retried_rows": _count(out, "SELECT count(*) FROM model_calls WHERE attempt > 1"),
-        "file_mb": out.stat().st_size / 2**20,
+        "file_mb": out.stat().st_size / 2**20, "arrow_pool": pa.default_memory_pool().backend_name,
     }  # fmt: skip
 
 
@@ -296,7 +296,7 @@ def main() -> None:
     top = max(range(len(samples)), key=lambda i: samples[i][3]) if samples else None
     peak = samples[top] if top is not None else None
     print(f"ran {r['seconds']:.0f} s, {r['cpu_s']:.0f} s of CPU in this process ({r['cpu_s'] / max(s.calls, 1) * 1e6:.0f} us a call); "
-          f"file {r['file_mb']:.0f} MB; end: {load_average()}")  # fmt: skip
+          f"file {r['file_mb']:.0f} MB; Arrow's pool {r['arrow_pool']}; end: {load_average()}")  # fmt: skip
     if admitted is not None:
         print(f"RSS when {args.concurrency:,} were first in flight ({admitted[0]:.0f} s, {admitted[1]:,} finished): {admitted[2]:.0f} MB"
               + held(first))  # fmt: skip

@@ -154,3 +154,21 @@ async def test_a_writers_process_allocates_arrow_from_a_pool_that_gives_back(tmp
         store.close()
     assert pa.default_memory_pool().backend_name == "jemalloc"
     assert _given_back_mb(pa.default_memory_pool()) >= 30  # of the ~37 MB freed in the other thread
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="Arrow's Linux wheels carry jemalloc")
+@pytest.mark.parametrize(("chosen", "pool"), [(None, "jemalloc"), ("mimalloc", "mimalloc"), ("system", "system")])
+def test_a_process_running_the_engine_allocates_all_of_arrow_from_jemalloc(chosen: str | None, pool: str) -> None:
+    """Importing the engine (the ``agentbench`` command, or a script) makes all of Arrow allocate from jemalloc, its C++
+    Parquet code (the live snapshot) too, which a switch at run time does not reach; a pool the user named stands."""
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items() if k != "ARROW_DEFAULT_MEMORY_POOL"}
+    if chosen:
+        env["ARROW_DEFAULT_MEMORY_POOL"] = chosen
+    code = ("import agentbench_async.cli, pyarrow as pa, pyarrow.parquet as pq, io; f = io.BytesIO(); "
+            "pq.write_table(pa.table({'x': list(range(1000))}), f); "
+            "print(pa.default_memory_pool().backend_name, pq.read_table(pa.BufferReader(f.getvalue())).num_rows)")  # fmt: skip
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.split() == [pool, "1000"]
+    assert out.stderr == ""  # no warning from Arrow about the pool

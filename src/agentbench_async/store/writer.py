@@ -50,12 +50,13 @@ _RUN_AGAIN = frozenset(RETRY_ON_RESUME)  # statuses a retry within the run or a 
 
 def _arrow_pool_that_gives_back() -> str:
     """Make pyarrow's own calls in this process (the writer's tables) allocate from jemalloc, which gives freed pages back
-    to the system within about a second, whichever thread freed them; the pool's name. Arrow's default on Linux,
-    mimalloc, keeps what a thread freed in that thread's heap, and the writer's flushes run in whichever thread of
-    asyncio's executor is free: over a million episodes its arena held 2 -> 113 MB resident for ~20 MB allocated. Left
-    as it is where the user chose a pool (``ARROW_DEFAULT_MEMORY_POOL``) or Arrow was built without jemalloc. Arrow's
-    C++ code that takes its default pool itself (the live snapshot's Parquet reads and writes) keeps the pool that
-    variable named when Arrow first used it: set it to jemalloc for all of it (docs/performance.md)."""
+    to the system within about a second, whichever thread freed them; the pool's name. Importing the engine already
+    made all of Arrow do so (``agentbench_async/__init__.py`` sets ``ARROW_DEFAULT_MEMORY_POOL``); this reaches a
+    process that imported pyarrow before the engine, whose Arrow C++ code (the live snapshot's Parquet reads and
+    writes) keeps the pool it started with. Left as it is where the user chose a pool or Arrow was built without
+    jemalloc. Arrow's Linux default, mimalloc, keeps what a thread freed in that thread's heap, and the writer's flushes
+    run in whichever thread of asyncio's executor is free: over a million episodes its arena held 2 -> 113 MB resident
+    for ~20 MB allocated (docs/performance.md)."""
     if not os.environ.get("ARROW_DEFAULT_MEMORY_POOL"):
         with contextlib.suppress(NotImplementedError):
             pa.set_memory_pool(pa.jemalloc_memory_pool())
