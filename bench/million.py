@@ -26,7 +26,8 @@ the anonymous memory none of these holds; those two dearer parts are sampled eve
 admission), and a table at the end gives, per window of episodes finished, the split of the lowest and the highest of
 those samples. Then the writer's transactions and the most episodes one held. ``--csv FILE`` writes the samples (the
 detail columns empty between detail samples); ``--checkpoint-mb`` tries another WAL size for the writer's
-checkpoints than the engine's.
+checkpoints than the engine's. Arrow's pool is chosen as the ``agentbench`` program chooses it (jemalloc unless
+``ARROW_DEFAULT_MEMORY_POOL`` names one) and printed.
 """
 
 from __future__ import annotations
@@ -251,6 +252,9 @@ def _print_windows(episodes: int, samples: list[tuple[float, int, int, float]], 
 
 
 def main() -> None:
+    from agentbench_async.program import choose_arrow_pool
+
+    choose_arrow_pool()  # as the `agentbench` program does before anything imports pyarrow: Arrow on jemalloc
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--episodes", type=int, default=1_000_000)
     p.add_argument("--concurrency", type=int, default=10_000, help="episodes in flight (max_concurrency)")

@@ -4,7 +4,9 @@ grew with its file)."""
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
+import subprocess
 import sys
 import threading
 import time
@@ -132,43 +134,51 @@ def _given_back_mb(pool: pa.MemoryPool) -> float:
     return given
 
 
-@pytest.mark.skipif(sys.platform != "linux", reason="RSS read from /proc")
-async def test_a_writers_process_allocates_arrow_from_a_pool_that_gives_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A run's writer makes Arrow allocate from jemalloc (its freed pages go back to the system within ~1 s, whichever thread
-    freed them; with Arrow's default on Linux, mimalloc, a million-episode run's arena held 2 -> 113 MB resident for
-    ~20 MB allocated: docs/performance.md), unless the user chose a pool (``ARROW_DEFAULT_MEMORY_POOL``)."""
-    chosen = pa.mimalloc_memory_pool()
-    pa.set_memory_pool(chosen)
-    monkeypatch.setenv("ARROW_DEFAULT_MEMORY_POOL", "mimalloc")
-    store = Store(tmp_path / "run.duckdb")
-    try:
-        writer = EpisodeWriter(store, store.begin_run({}, "fp", command="run", version="test", new_run=False), "fp", flush_interval=0.01)
-        writer.start()
-        await writer.close()
-        assert pa.default_memory_pool().backend_name == "mimalloc"  # the user's choice stands
-        monkeypatch.delenv("ARROW_DEFAULT_MEMORY_POOL")
-        writer = EpisodeWriter(store, store.begin_run({}, "fp", command="run", version="test", new_run=False), "fp", flush_interval=0.01)
-        writer.start()
-        await writer.close()
-    finally:
-        store.close()
-    assert pa.default_memory_pool().backend_name == "jemalloc"
-    assert _given_back_mb(pa.default_memory_pool()) >= 30  # of the ~37 MB freed in the other thread
+_ARROW_IN_A_PROCESS = (
+    "import pyarrow as pa, pyarrow.parquet as pq, io; f = io.BytesIO(); pq.write_table(pa.table({'x': list(range(1000))}), f); "
+    "print(pa.default_memory_pool().backend_name, pq.read_table(pa.BufferReader(f.getvalue())).num_rows)"
+)  # fmt: skip
 
 
-@pytest.mark.skipif(sys.platform != "linux", reason="Arrow's Linux wheels carry jemalloc")
-@pytest.mark.parametrize(("chosen", "pool"), [(None, "jemalloc"), ("mimalloc", "mimalloc"), ("system", "system")])
-def test_a_process_running_the_engine_allocates_all_of_arrow_from_jemalloc(chosen: str | None, pool: str) -> None:
-    """Importing the engine (the ``agentbench`` command, or a script) makes all of Arrow allocate from jemalloc, its C++
-    Parquet code (the live snapshot) too, which a switch at run time does not reach; a pool the user named stands."""
-    import subprocess
-
+def _arrow_pool_of(code: str, chosen: str | None) -> list[str]:
+    """What a fresh process running ``code`` (then Arrow, a Parquet table written and read) prints: pool and rows."""
     env = {k: v for k, v in os.environ.items() if k != "ARROW_DEFAULT_MEMORY_POOL"}
     if chosen:
         env["ARROW_DEFAULT_MEMORY_POOL"] = chosen
-    code = ("import agentbench_async.cli, pyarrow as pa, pyarrow.parquet as pq, io; f = io.BytesIO(); "
-            "pq.write_table(pa.table({'x': list(range(1000))}), f); "
-            "print(pa.default_memory_pool().backend_name, pq.read_table(pa.BufferReader(f.getvalue())).num_rows)")  # fmt: skip
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60, check=True)
-    assert out.stdout.split() == [pool, "1000"]
+    out = subprocess.run([sys.executable, "-c", f"{code}; {_ARROW_IN_A_PROCESS}"], env=env, capture_output=True, text=True,
+                         timeout=60, check=True)  # fmt: skip
     assert out.stderr == ""  # no warning from Arrow about the pool
+    return out.stdout.split()
+
+
+@pytest.mark.skipif(sys.platform != "linux" or os.uname().machine != "x86_64", reason="the program picks jemalloc on Linux x86-64 only")
+@pytest.mark.parametrize(("chosen", "pool"), [(None, "jemalloc"), ("mimalloc", "mimalloc"), ("system", "system")])
+def test_the_agentbench_program_allocates_all_of_arrow_from_jemalloc(chosen: str | None, pool: str) -> None:
+    """The ``agentbench`` program makes all of Arrow allocate from jemalloc before its modules load (its C++ Parquet
+    code too: the live snapshot's parts and merges); a pool the user named stands."""
+    start = "from agentbench_async.program import choose_arrow_pool; choose_arrow_pool(); import agentbench_async.cli"
+    assert _arrow_pool_of(start, chosen) == [pool, "1000"]
+
+
+def test_a_script_importing_the_engine_keeps_its_own_arrow_pool() -> None:
+    """A script that imports the engine keeps the pool its Arrow would have had (jemalloc may abort at exit in a process
+    that used Arrow's thread pool: apache/arrow#34314; only the program, which never starts that pool, changes it)."""
+    own = _arrow_pool_of("import pyarrow as pa; own = pa.default_memory_pool().backend_name", None)
+    assert _arrow_pool_of("import agentbench_async.cli", None) == own
+
+
+def test_the_agentbench_command_starts_through_the_program() -> None:
+    (script,) = [e for e in importlib.metadata.entry_points(group="console_scripts") if e.name == "agentbench"]
+    assert script.value == "agentbench_async.program:main"
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="RSS read from /proc")
+def test_jemalloc_gives_back_what_another_thread_freed() -> None:
+    """Why the program picks jemalloc: ~37 MB that a thread other than the one that allocated it freed (as the writer's
+    flushes and the live snapshot's merges free) goes back to the system within seconds (mimalloc, Arrow's Linux
+    default, kept it: docs/performance.md)."""
+    try:
+        pool = pa.jemalloc_memory_pool()
+    except NotImplementedError:
+        pytest.skip("this pyarrow was built without jemalloc")
+    assert _given_back_mb(pool) >= 30

@@ -48,21 +48,6 @@ LiveSink = Callable[[list[TurnRow]], None]
 _RUN_AGAIN = frozenset(RETRY_ON_RESUME)  # statuses a retry within the run or a resume runs again
 
 
-def _arrow_pool_that_gives_back() -> str:
-    """Make pyarrow's own calls in this process (the writer's tables) allocate from jemalloc, which gives freed pages back
-    to the system within about a second, whichever thread freed them; the pool's name. Importing the engine already
-    made all of Arrow do so (``agentbench_async/__init__.py`` sets ``ARROW_DEFAULT_MEMORY_POOL``); this reaches a
-    process that imported pyarrow before the engine, whose Arrow C++ code (the live snapshot's Parquet reads and
-    writes) keeps the pool it started with. Left as it is where the user chose a pool or Arrow was built without
-    jemalloc. Arrow's Linux default, mimalloc, keeps what a thread freed in that thread's heap, and the writer's flushes
-    run in whichever thread of asyncio's executor is free: over a million episodes its arena held 2 -> 113 MB resident
-    for ~20 MB allocated (docs/performance.md)."""
-    if not os.environ.get("ARROW_DEFAULT_MEMORY_POOL"):
-        with contextlib.suppress(NotImplementedError):
-            pa.set_memory_pool(pa.jemalloc_memory_pool())
-    return pa.default_memory_pool().backend_name
-
-
 def _columns(objects: list[Any], names: tuple[str, ...]) -> dict[str, list[Any]]:
     """The attributes ``names`` of ``objects`` as one list per name (a C-level pass per name: ~1.3x faster than
     transposing a tuple of every object's values)."""
@@ -144,7 +129,6 @@ class EpisodeWriter:
         self.write_seconds = 0.0
 
     def start(self) -> None:
-        _arrow_pool_that_gives_back()
         self._task = asyncio.create_task(self._drain(), name="duckdb-writer")
 
     def submit(self, record: EpisodeRecord) -> None:
