@@ -44,10 +44,12 @@ def test_a_full_listen_queue_is_waited_out_and_the_server_then_reached(tmp_path:
             conn.close()
         reached.set()
 
-    threading.Thread(target=_accept_later, daemon=True).start()
+    accepting = threading.Thread(target=_accept_later, daemon=True)
+    accepting.start()
     started = time.monotonic()
     with pytest.raises(pymysql.OperationalError) as caught:  # past the queue: the server's own answer is raised
         server.connect(unix_socket=str(path), user="u", password="p", connect_timeout=2)
+    accepting.join(5)  # the client can read the answer before the server's thread marks it sent
     assert reached.is_set() and caught.value.args[0] == 1040
     assert time.monotonic() - started < 5
     filler.close()
