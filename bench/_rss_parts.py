@@ -89,6 +89,8 @@ def arrow_resident() -> Callable[[], float]:
     ``/proc/self/smaps``; -1 when the buffer's mapping is not found."""
     import pyarrow as pa
 
+    if pa.default_memory_pool().backend_name != "mimalloc":  # jemalloc's (the program's choice) is not one mapping
+        return lambda: -1.0
     keep = pa.allocate_buffer(64, memory_pool=pa.default_memory_pool())
     address = keep.address
 

@@ -207,6 +207,10 @@ def _cell(x: float) -> str:
     return "" if x < 0 else f"{x:.1f}"  # -1: not sampled (the detail columns between --detail-s)
 
 
+def _mb(x: float, unit: str = " MB") -> str:
+    return f"{x:.0f}{unit}" if x >= 0 else "n/a"  # -1: not measured (Arrow's arena under jemalloc)
+
+
 def _rest(i: int, parts: list[tuple[float, float, float, int]], fine: list[tuple[float, ...]]) -> float:
     """Anonymous RSS that no allocator measured holds at detail sample i: RssAnon - DuckDB's allocator - malloc's
     total - pymalloc's arenas - Arrow's arena (thread stacks, other mmaps, what the measures miss)."""
@@ -225,7 +229,7 @@ def _finer(i: int, samples: list[tuple[float, int, int, float]], parts: list[tup
     if near:
         k = min(near, key=lambda k: abs(samples[k][0] - samples[i][0]))
         line += (f"; at {samples[k][0]:.0f} s: pymalloc arenas {fine[k][6]:.0f} MB ({fine[k][7]:.0f} MB in blocks), Arrow's arena "
-                 f"{fine[k][9]:.0f} MB resident, anonymous no allocator holds {_rest(k, parts, fine):.0f} MB")  # fmt: skip
+                 f"{_mb(fine[k][9])} resident, anonymous no allocator holds {_rest(k, parts, fine):.0f} MB")  # fmt: skip
     return line
 
 
@@ -248,7 +252,7 @@ def _print_windows(episodes: int, samples: list[tuple[float, int, int, float]], 
         for name, i in (("low", min(inside, key=lambda i: samples[i][3])), ("high", max(inside, key=lambda i: samples[i][3]))):
             f = fine[i]
             print(f"{lo:>9,}-{lo + width:<9,} {name:>4}  {samples[i][3]:5.0f} {f[0]:5.0f} {f[1]:5.0f} {parts[i][0]:6.0f} {f[4]:7.0f}+{f[5]:<4.0f}"
-                  f"      {f[6]:6.0f} ({f[7]:4.0f})        {f[9]:8.0f} {_rest(i, parts, fine):12.0f} {f[3]:8.0f}")  # fmt: skip
+                  f"      {f[6]:6.0f} ({f[7]:4.0f})        {_mb(f[9], ''):>8} {_rest(i, parts, fine):12.0f} {f[3]:8.0f}")  # fmt: skip
 
 
 def main() -> None:

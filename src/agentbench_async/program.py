@@ -27,6 +27,6 @@ def choose_arrow_pool() -> None:
 def main() -> NoReturn:
     """The ``agentbench`` command (pyproject's script entry)."""
     choose_arrow_pool()
-    from .cli import main as command
+    from .cli import main as command  # after the choice: importing the command line imports pyarrow
 
     sys.exit(command())

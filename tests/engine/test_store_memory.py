@@ -104,7 +104,6 @@ async def _live_flushed(store: Store, writer: EpisodeWriter) -> None:
     await asyncio.sleep(0.05)  # the flush that took them has committed
 
 
-
 def _rss_mb() -> float:
     with open("/proc/self/statm", encoding="ascii") as f:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
