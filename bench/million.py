@@ -135,6 +135,7 @@ async def _run(args: argparse.Namespace, base_url: str, samples: list[tuple[floa
     allocators = _allocators()
     malloc = malloc_split()
     arrow = arrow_resident()
+    arrow_each = arrow if pa.default_memory_pool().backend_name == "jemalloc" else (lambda: -1.0)  # cheap there: every sample
     detail_at = [0.0, 0.0]  # the last detail sample's time, whether one was taken at admission
 
     def sample() -> None:
@@ -152,7 +153,7 @@ async def _run(args: argparse.Namespace, base_url: str, samples: list[tuple[floa
                 detail_at[0], detail_at[1] = samples[-1][0], detail_at[1] or admitted
                 c = time.perf_counter()
                 detail = (*pymalloc(), arrow(), (time.perf_counter() - c) * 1e3)
-            fine.append((st["RssAnon"], st["RssFile"], st["RssShmem"], st["Threads"], *malloc(), *detail))
+            fine.append((st["RssAnon"], st["RssFile"], st["RssShmem"], st["Threads"], *malloc(), *detail, arrow_each()))
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
@@ -200,7 +201,7 @@ def _count(path: Path, sql: str) -> int:
 
 
 _FINE = ("rss_anon_mb", "rss_file_mb", "rss_shmem_mb", "threads", "malloc_in_use_mb", "malloc_free_mb", "pymalloc_arenas_mb",
-         "pymalloc_blocks_mb", "pymalloc_free_blocks_mb", "arrow_arena_mb", "detail_ms")  # fmt: skip
+         "pymalloc_blocks_mb", "pymalloc_free_blocks_mb", "arrow_arena_mb", "detail_ms", "arrow_resident_mb")  # fmt: skip
 
 
 def _cell(x: float) -> str:
@@ -225,6 +226,8 @@ def _finer(i: int, samples: list[tuple[float, int, int, float]], parts: list[tup
         return ""
     anon, file, shmem, threads, used, free = fine[i][:6]
     line = f"    anonymous {anon:.0f} MB, file-backed {file:.0f} MB (libraries' pages), shared {shmem:.0f} MB; {threads:.0f} threads; malloc {used:.0f} MB in use + {free:.0f} MB free kept"
+    if fine[i][11] >= 0:  # jemalloc: Arrow's pool's own resident figure, every sample
+        line += f"; Arrow's pool {fine[i][11]:.0f} MB resident"
     near = [k for k in range(len(fine)) if fine[k][6] >= 0]
     if near:
         k = min(near, key=lambda k: abs(samples[k][0] - samples[i][0]))

@@ -115,7 +115,7 @@ async def _run(args: argparse.Namespace) -> dict[str, Any]:
 
     after_commit = type(store).after_commit
 
-    def watched(self: Any) -> None:
+    def watched(self: Any, **kwargs: Any) -> None:  # (checkpoints ahead of a large merge are not watched)
         before = getattr(self, "checkpoints", 0)
         size = wal.stat().st_size if wal.exists() else 0
         entry = {"finished": done[0], "wal_mb": size / 2**20, "je_before": je(), "je_peak": 0.0, "t": time.monotonic()}
@@ -123,7 +123,7 @@ async def _run(args: argparse.Namespace) -> dict[str, Any]:
             entry["tags"] = dict(self.con.execute(_TAGS_SQL).fetchall())
         state["in_checkpoint"], state["entry"] = True, entry
         try:
-            after_commit(self)
+            after_commit(self, **kwargs)
         finally:
             state["in_checkpoint"] = False
         if getattr(self, "checkpoints", 0) > before:

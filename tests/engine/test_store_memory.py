@@ -11,13 +11,15 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
+import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from agentbench_async.store import EpisodeWriter, Store, db
+from agentbench_async.store import EpisodeWriter, Store, db, live
 from agentbench_async.records import CallRow, EpisodeRecord, TurnRow
 
 
@@ -41,7 +43,7 @@ async def test_blocks_a_checkpoint_wrote_are_not_kept_in_memory(tmp_path: Path, 
     monkeypatch.setattr(db, "CHECKPOINT_MB", 1)
     monkeypatch.setattr(db, "_CACHE_AFTER_CHECKPOINT", "1MB")
     if not trimmed:  # DuckDB's own checkpoints, as before: what the test tells apart
-        monkeypatch.setattr(Store, "after_commit", lambda self: None)
+        monkeypatch.setattr(Store, "after_commit", lambda self, **_: None)
     store = Store(tmp_path / "run.duckdb")
     writer = EpisodeWriter(store, store.begin_run({}, "fp", command="run", version="test", new_run=False), "fp", flush_interval=0.01)
     writer.start()
@@ -89,8 +91,10 @@ async def test_rows_held_until_a_checkpoint_are_bounded_and_finished_live_rows_l
     await writer.close()
     assert store.con.execute("SELECT count(*) FROM turns").fetchone() == (72_000,)
     assert store.con.execute("SELECT count(*) FROM live_turns").fetchone() == (0,)
-    live_groups = store.con.execute("SELECT count(DISTINCT row_group_id) FROM pragma_storage_info('live_turns')").fetchone()[0]
     store.close()
+    con = duckdb.connect(str(tmp_path / "run.duckdb"), read_only=True)  # the file as the run left it
+    live_groups = con.execute("SELECT count(DISTINCT row_group_id) FROM pragma_storage_info('live_turns')").fetchone()[0]
+    con.close()
     assert max(held) < 10, f"DuckDB held {max(held):.1f} MB of committed rows after a flush (bound 6 MB + one flush)"  # 48 MB unbounded
     assert store.checkpoints >= 2
     assert live_groups <= 1, f"live_turns kept {live_groups} row groups of deleted rows"
@@ -181,3 +185,102 @@ def test_jemalloc_gives_back_what_another_thread_freed() -> None:
     except NotImplementedError:
         pytest.skip("this pyarrow was built without jemalloc")
     assert _given_back_mb(pool) >= 30
+
+
+# -- a checkpoint and a merge of the live snapshot do not add up ------------------------------------
+def _batch_writer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, held_mb: int) -> tuple[Store, EpisodeWriter]:
+    """A writer driven flush by flush (no event loop), publishing a live snapshot that merges 2 parts into 1; the
+    writer checkpoints at ``held_mb`` of rows DuckDB holds (the WAL alone never)."""
+    monkeypatch.setattr(db, "HELD_MB", held_mb)
+    monkeypatch.setattr(db, "CHECKPOINT_MB", 10_000)
+    monkeypatch.setattr(live, "_FANOUT", 2)
+    monkeypatch.setattr(live, "_GRACE_S", 0.0)
+    store = Store(tmp_path / "run.duckdb")
+    writer = EpisodeWriter(store, store.begin_run({}, "fp", command="run", version="test", new_run=False), "fp")
+    writer._start_live({})
+    return store, writer
+
+
+def _flush(writer: EpisodeWriter, first: int, n: int) -> None:
+    writer._write([_record(i) for i in range(first, first + n)], [], {})
+
+
+def _checkpoints(monkeypatch: pytest.MonkeyPatch, store: Store, writer: EpisodeWriter) -> list[tuple[float, bool]]:
+    """Each checkpoint of the writer's from now on: the MB of rows DuckDB held just before it, whether a merge ran then."""
+    seen: list[tuple[float, bool]] = []
+    checkpoint = Store._checkpoint
+
+    def watched(self: Store) -> None:
+        seen.append((self._held() / 2**20, writer._publisher is not None and writer._publisher.merging))
+        checkpoint(self)
+
+    monkeypatch.setattr(Store, "_checkpoint", watched)
+    return seen
+
+
+def test_while_a_merge_holds_its_memory_duckdb_holds_half(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """While a merge of the live snapshot is written in its thread (its memory is Arrow's), the writer checkpoints at
+    half its bound, so DuckDB's rows and the merge's do not add up to the most of both; with no merge running, at the
+    whole bound."""
+    release, waiting = threading.Event(), threading.Event()
+    write = live.LivePublisher._write_merged
+
+    def held_back(self: live.LivePublisher, *args: Any, **kwargs: Any) -> int:
+        waiting.set()
+        release.wait(30)
+        return write(self, *args, **kwargs)
+
+    monkeypatch.setattr(live.LivePublisher, "_write_merged", held_back)
+    store, writer = _batch_writer(tmp_path, monkeypatch, held_mb=4)
+    seen = _checkpoints(monkeypatch, store, writer)
+    try:
+        _flush(writer, 0, 100)
+        _flush(writer, 100, 100)  # the second flush sets off a merge, which waits
+        assert waiting.wait(10)
+        first = 200
+        while len(seen) < 2 and first < 20_000:  # ~0.25 MB a flush
+            _flush(writer, first, 150)
+            first += 150
+        assert len(seen) == 2 and all(merging and 2 <= held < 3 for held, merging in seen), seen
+        monkeypatch.setattr(live, "_FANOUT", 10_000)  # no merge after this one
+        release.set()
+        assert writer._publisher is not None
+        writer._publisher.settle()
+        seen.clear()
+        while not seen and first < 40_000:
+            _flush(writer, first, 150)
+            first += 150
+        assert seen and all(4 <= held < 5 and not merging for held, merging in seen), seen
+    finally:
+        release.set()
+        writer._stop_live()
+        store.close()
+
+
+def test_a_large_merge_starts_right_after_a_checkpoint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A merge of 64 flushes or more (here 4: two into one) starts with DuckDB's rows just checkpointed, so a checkpoint's
+    memory and the merge's do not meet; smaller merges and flushes leave the checkpoints to the usual bound."""
+    store, writer = _batch_writer(tmp_path, monkeypatch, held_mb=16)
+    publisher = writer._publisher
+    assert publisher is not None
+    ahead: list[tuple[float, float]] = []
+    checkpoint_ahead = publisher.before_large_merge
+    assert checkpoint_ahead is not None
+
+    def watched() -> None:
+        before = store._held() / 2**20
+        checkpoint_ahead()
+        ahead.append((before, store._held() / 2**20))
+
+    publisher.before_large_merge = watched
+    try:
+        for k in range(16):  # ~1 MB a flush
+            _flush(writer, k * 400, 400)
+            publisher.settle()
+        assert len(ahead) >= 3, ahead  # the merges of level 1 parts and above (16 flushes: 4 + 2 + 1)
+        assert any(before >= 4 for before, _ in ahead), ahead  # a quarter of the bound or more: checkpointed
+        assert all(after < 4 for _, after in ahead), ahead
+        assert all(after < 1 for before, after in ahead if before >= 4), ahead
+    finally:
+        writer._stop_live()
+        store.close()

@@ -102,7 +102,7 @@ class Store:
             self.con.close()
             raise write_failure(path, exc, "preparing the tables") from None
 
-    def after_commit(self) -> None:
+    def after_commit(self, *, merging: bool = False) -> None:
         """After the writer's commit: once DuckDB holds ``HELD_MB`` of the rows committed since the last checkpoint
         (its buffer pool's ``IN_MEMORY_TABLE``: they are held in memory as well as in the WAL until a checkpoint
         writes them) or the WAL holds ``CHECKPOINT_MB``, checkpoint, then drop the blocks the checkpoint wrote from
@@ -113,13 +113,33 @@ class Store:
         file now, and what the writer reads again (``live_turns``, the last row groups it appends to) is small and
         read back on demand. Lowering the limit evicts them (nothing else is held right after a checkpoint; a
         failure to lower it only keeps the cache); the limit is put back at once. A checkpoint that fails (disk
-        full) raises: the writer stops the run, and the WAL keeps what was committed."""
+        full) raises: the writer stops the run, and the WAL keeps what was committed.
+
+        ``merging``: a merge of the live snapshot runs in its own thread, holding its own memory (Arrow's) meanwhile.
+        Then the bounds are halved, so what DuckDB holds and the merge holds do not add up to the most of both (a
+        million-episode run peaked where a checkpoint at the full bound met the largest merge: DuckDB 63 MB and Arrow's
+        merge together): a few more checkpoints, each smaller."""
         try:
             size = self._wal.stat().st_size
         except OSError:  # no WAL: nothing committed since the last checkpoint
             return
-        if size < self._checkpoint_bytes and self._held() < self._held_bytes:
+        share = 2 if merging else 1
+        if size < self._checkpoint_bytes // share and self._held() < self._held_bytes // share:
             return
+        self._checkpoint()
+
+    def checkpoint_ahead(self) -> None:
+        """Before a large merge of the live snapshot (64 flushes or more) starts: checkpoint now unless DuckDB holds less
+        than a quarter of ``HELD_MB`` of uncheckpointed rows (and the WAL less than a quarter of ``CHECKPOINT_MB``), so
+        the merge begins with DuckDB at its lowest."""
+        try:
+            size = self._wal.stat().st_size
+        except OSError:
+            return
+        if size >= self._checkpoint_bytes // 4 or self._held() >= self._held_bytes // 4:
+            self._checkpoint()
+
+    def _checkpoint(self) -> None:
         self.con.execute("CHECKPOINT")
         self.checkpoints += 1
         with contextlib.suppress(duckdb.Error):

@@ -31,7 +31,7 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,7 +54,8 @@ _FORMAT = 1
 _FANOUT = 8  # parts merged at once
 _MAX_LEVEL = 3  # a level-3 part holds 8**3 flushes (~8.5 minutes of a run)
 _GRACE_S = 60.0  # merged-away parts stay this long for readers that listed them
-_MERGED_GROUP_BYTES = 8 * 2**20  # a merge holds about this much of a table's rows before writing them (a row group)
+_MERGED_GROUP_BYTES = 4 * 2**20  # a merge holds about this much of a table's rows before writing them (a row group)
+_LARGE_LEVEL = 1  # merges of parts of this level or above (64 flushes or more) are announced to the writer first
 MANIFEST = "manifest.json"
 
 
@@ -226,8 +227,11 @@ class LivePublisher:
     """Publishes a run file's committed changes to ``FILE.live/``. Every method runs in the writer's thread; merges run in
     a thread of their own (``_merge``); ``close`` stops one in flight."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, path: Path, run_id: str, fingerprint: str) -> None:
+    def __init__(self, con: duckdb.DuckDBPyConnection, path: Path, run_id: str, fingerprint: str, *,
+                 before_large_merge: Callable[[], None] | None = None) -> None:
         self.con = con
+        # called in the writer's thread just before a merge of 64 flushes or more starts (the writer checkpoints then)
+        self.before_large_merge = before_large_merge
         self.path = path
         self.root = live_dir(path)
         self.run_id = run_id
@@ -296,6 +300,11 @@ class LivePublisher:
             out.append(_KEEP if episode in again else since)
         return out
 
+    @property
+    def merging(self) -> bool:
+        """Whether a merge runs in its own thread now (holding its own memory: the writer puts off its checkpoint)."""
+        return self._merging is not None and self._merging.thread.is_alive()
+
     def heartbeat(self, progress: dict[str, Any] | None) -> None:
         self._write_manifest(progress)
         self._collect()
@@ -341,6 +350,8 @@ class LivePublisher:
         tail = self._due()
         if tail is None:
             return
+        if tail[0].level >= _LARGE_LEVEL and self.before_large_merge is not None:
+            self.before_large_merge()
         name, folder = self._new_folder()
         job = _Merge(tail=tail, name=name, folder=folder, running=pa.array(sorted(self._live_since), pa.string()))
         job.thread = threading.Thread(target=self._run_merge, args=(job,), name="live-merge", daemon=True)

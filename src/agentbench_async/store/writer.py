@@ -116,7 +116,8 @@ class EpisodeWriter:
         self._live_prefix: dict[str, _Prefix] = {}
         self._stale_live: set[str] = set()  # episodes with live_turns rows an earlier run of this config left
         self._progress = progress or dict
-        self._publisher: LivePublisher | None = LivePublisher(store.con, store.path, run_id, fingerprint)
+        self._publisher: LivePublisher | None = LivePublisher(store.con, store.path, run_id, fingerprint,
+                                                               before_large_merge=store.checkpoint_ahead)
         self.live_error: str | None = None  # why live publishing stopped (the run goes on without it)
         self._http_429 = 0  # HTTP 429 answers in the calls of the episodes written so far
         self._closing = asyncio.Event()
@@ -298,7 +299,8 @@ class EpisodeWriter:
         except _DATA_ERRORS:  # a value Arrow took but its column refuses: once more with every value checked
             self._commit(batch, self._storable(batch, live), progress, data_errors=False)
         self._check_file()
-        self.store.after_commit()
+        # while a merge of the live snapshot holds its own memory, DuckDB holds half as much (Store.after_commit)
+        self.store.after_commit(merging=self._publisher is not None and self._publisher.merging)
         self.episodes_written += len(batch)
         self.rows_written += tables.episodes.num_rows + tables.turns.num_rows + tables.calls.num_rows
         self.write_seconds += time.perf_counter() - start
