@@ -50,16 +50,20 @@ def malloc_split() -> Callable[[], tuple[float, float]]:
     return sample
 
 
+# once: a CDLL made at each call is a class of its own each time, garbage only a full collection frees (the engine's GC
+# thresholds make those rare): ~1 MB a hundred seconds of samples, counted in the run's own memory
+_LIBC = ctypes.CDLL(None)
+
+
 def _c_stderr(write: Callable[[], None]) -> str:
     """What ``write`` writes to C's stderr (file descriptor 2), captured through a dup'ed descriptor."""
-    libc = ctypes.CDLL(None)
     sys.stderr.flush()
     saved = os.dup(2)
     with tempfile.TemporaryFile() as tmp:
         try:
             os.dup2(tmp.fileno(), 2)
             write()
-            libc.fflush(None)
+            _LIBC.fflush(None)
         finally:
             os.dup2(saved, 2)
             os.close(saved)

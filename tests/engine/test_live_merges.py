@@ -162,22 +162,6 @@ def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Store]:
     store.close()
 
 
-@pytest.fixture
-def blocked(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[threading.Event, threading.Event]]:
-    """Merges that wait, once they begin writing, until the first event is set; the second is set when one is waiting."""
-    release, waiting = threading.Event(), threading.Event()
-    write = live.LivePublisher._write_merged
-
-    def held(self: live.LivePublisher, *args: Any, **kwargs: Any) -> int:
-        waiting.set()
-        release.wait(30)
-        return write(self, *args, **kwargs)
-
-    monkeypatch.setattr(live.LivePublisher, "_write_merged", held)
-    yield release, waiting
-    release.set()
-
-
 def _live_writer(store: Store) -> tuple[EpisodeWriter, live.LivePublisher]:
     """A writer of a new run in ``store``, publishing its live snapshot."""
     writer = EpisodeWriter(store, store.begin_run({"models": [{"name": "m"}]}, "fp", command="run", version="test", new_run=False), "fp")

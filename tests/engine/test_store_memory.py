@@ -218,19 +218,12 @@ def _checkpoints(monkeypatch: pytest.MonkeyPatch, store: Store, writer: EpisodeW
     return seen
 
 
-def test_while_a_merge_holds_its_memory_duckdb_holds_half(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_while_a_merge_holds_its_memory_duckdb_holds_half(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         blocked: tuple[threading.Event, threading.Event]) -> None:
     """While a merge of the live snapshot is written in its thread (its memory is Arrow's), the writer checkpoints at
     half its bound, so DuckDB's rows and the merge's do not add up to the most of both; with no merge running, at the
     whole bound."""
-    release, waiting = threading.Event(), threading.Event()
-    write = live.LivePublisher._write_merged
-
-    def held_back(self: live.LivePublisher, *args: Any, **kwargs: Any) -> int:
-        waiting.set()
-        release.wait(30)
-        return write(self, *args, **kwargs)
-
-    monkeypatch.setattr(live.LivePublisher, "_write_merged", held_back)
+    release, waiting = blocked
     store, writer = _batch_writer(tmp_path, monkeypatch, held_mb=4)
     seen = _checkpoints(monkeypatch, store, writer)
     try:
