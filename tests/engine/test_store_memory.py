@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
+from agentbench_async.errors import StoreError
 from agentbench_async.store import EpisodeWriter, Store, db, live
 from agentbench_async.records import CallRow, EpisodeRecord, TurnRow
 
@@ -276,4 +277,26 @@ def test_a_large_merge_starts_right_after_a_checkpoint(tmp_path: Path, monkeypat
         assert all(after < 1 for before, after in ahead if before >= 4), ahead
     finally:
         writer._stop_live()
+        store.close()
+
+
+def test_a_checkpoint_failing_before_a_large_merge_stops_the_run_not_only_live_reads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The checkpoint ahead of a large merge runs inside the live snapshot's publishing, whose own failures only stop live
+    reads; a disk that refuses the checkpoint is the run file's failure: one line naming the file, and the run stops."""
+    store, writer = _batch_writer(tmp_path, monkeypatch, held_mb=16)
+
+    def refused(self: Store) -> None:
+        raise duckdb.IOException("IO Error: No space left on device")
+
+    monkeypatch.setattr(Store, "_checkpoint", refused)
+    try:
+        with pytest.raises(StoreError, match=r"run\.duckdb: a checkpoint before a live merge failed \(IO Error: No space left on device\)"):
+            for k in range(16):  # ~1 MB a flush: the first checkpoint due is the one ahead of the first large merge
+                _flush(writer, k * 400, 400)
+                assert writer._publisher is not None
+                writer._publisher.settle()
+        assert writer.live_error is None
+    finally:
+        writer._stop_live()
+        monkeypatch.undo()
         store.close()

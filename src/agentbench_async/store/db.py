@@ -131,13 +131,18 @@ class Store:
     def checkpoint_ahead(self) -> None:
         """Before a large merge of the live snapshot (64 flushes or more) starts: checkpoint now unless DuckDB holds less
         than a quarter of ``HELD_MB`` of uncheckpointed rows (and the WAL less than a quarter of ``CHECKPOINT_MB``), so
-        the merge begins with DuckDB at its lowest."""
+        the merge begins with DuckDB at its lowest. It runs inside the live snapshot's publishing, whose own failures
+        only stop live reads; a checkpoint that fails (disk full) is the file's, so it is a ``StoreError``: the run
+        stops, as at ``after_commit``, and the WAL keeps what was committed."""
         try:
             size = self._wal.stat().st_size
         except OSError:
             return
         if size >= self._checkpoint_bytes // 4 or self._held() >= self._held_bytes // 4:
-            self._checkpoint()
+            try:
+                self._checkpoint()
+            except duckdb.Error as exc:
+                raise write_failure(self.path, exc, "a checkpoint before a live merge") from None
 
     def _checkpoint(self) -> None:
         self.con.execute("CHECKPOINT")

@@ -302,7 +302,7 @@ class LivePublisher:
 
     @property
     def merging(self) -> bool:
-        """Whether a merge runs in its own thread now (holding its own memory: the writer puts off its checkpoint)."""
+        """Whether a merge runs in its own thread now (holding its own memory: the writer checkpoints at half its bounds)."""
         return self._merging is not None and self._merging.thread.is_alive()
 
     def heartbeat(self, progress: dict[str, Any] | None) -> None:
