@@ -119,14 +119,8 @@ class Store:
         Then the bounds are halved, so what DuckDB holds and the merge holds do not add up to the most of both (a
         million-episode run peaked where a checkpoint at the full bound met the largest merge: DuckDB 63 MB and Arrow's
         merge together): a few more checkpoints, each smaller."""
-        try:
-            size = self._wal.stat().st_size
-        except OSError:  # no WAL: nothing committed since the last checkpoint
-            return
-        share = 2 if merging else 1
-        if size < self._checkpoint_bytes // share and self._held() < self._held_bytes // share:
-            return
-        self._checkpoint()
+        if self._reached(2 if merging else 1):
+            self._checkpoint()
 
     def checkpoint_ahead(self) -> None:
         """Before a large merge of the live snapshot (64 flushes or more) starts: checkpoint now unless DuckDB holds less
@@ -134,15 +128,19 @@ class Store:
         the merge begins with DuckDB at its lowest. It runs inside the live snapshot's publishing, whose own failures
         only stop live reads; a checkpoint that fails (disk full) is the file's, so it is a ``StoreError``: the run
         stops, as at ``after_commit``, and the WAL keeps what was committed."""
-        try:
-            size = self._wal.stat().st_size
-        except OSError:
-            return
-        if size >= self._checkpoint_bytes // 4 or self._held() >= self._held_bytes // 4:
+        if self._reached(4):
             try:
                 self._checkpoint()
             except duckdb.Error as exc:
                 raise write_failure(self.path, exc, "a checkpoint before a live merge") from None
+
+    def _reached(self, share: int) -> bool:
+        """Whether the WAL holds ``CHECKPOINT_MB / share`` or DuckDB ``HELD_MB / share`` of uncheckpointed rows."""
+        try:
+            size = self._wal.stat().st_size
+        except OSError:  # no WAL: nothing committed since the last checkpoint
+            return False
+        return size >= self._checkpoint_bytes // share or self._held() >= self._held_bytes // share
 
     def _checkpoint(self) -> None:
         self.con.execute("CHECKPOINT")
